@@ -1,0 +1,64 @@
+# Build options shared by every module.
+
+option(TRIRACE_WERROR "Treat compiler warnings as errors" OFF)
+option(TRIRACE_BUILD_TESTS "Build the GoogleTest suites and register them with ctest" ON)
+option(TRIRACE_BUILD_BENCHMARKS "Build the Google Benchmark programs" ON)
+set(TRIRACE_SANITIZE "" CACHE STRING
+    "Sanitizer to build with: empty, address, undefined, thread (address,undefined also works)")
+set_property(CACHE TRIRACE_SANITIZE PROPERTY STRINGS "" address undefined thread "address,undefined")
+
+if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  set(CMAKE_BUILD_TYPE RelWithDebInfo CACHE STRING "Build type" FORCE)
+endif()
+
+set(CMAKE_CXX_STANDARD 20)
+set(CMAKE_CXX_STANDARD_REQUIRED ON)
+set(CMAKE_CXX_EXTENSIONS OFF)
+set(CMAKE_C_STANDARD 11)
+set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
+
+# Hidden by default: every shared library exports only what its version
+# script or TRIRACE_EXPORT marks.
+set(CMAKE_CXX_VISIBILITY_PRESET hidden)
+set(CMAKE_C_VISIBILITY_PRESET hidden)
+set(CMAKE_VISIBILITY_INLINES_HIDDEN ON)
+
+add_compile_options(-Wall -Wextra)
+if(TRIRACE_WERROR)
+  add_compile_options(-Werror)
+endif()
+
+if(TRIRACE_SANITIZE)
+  string(REPLACE "," ";" _trirace_sanitizers "${TRIRACE_SANITIZE}")
+  foreach(s IN LISTS _trirace_sanitizers)
+    if(NOT s MATCHES "^(address|undefined|thread)$")
+      message(FATAL_ERROR "TRIRACE_SANITIZE='${TRIRACE_SANITIZE}': '${s}' is not one of address, undefined, thread")
+    endif()
+  endforeach()
+  if("thread" IN_LIST _trirace_sanitizers AND "address" IN_LIST _trirace_sanitizers)
+    message(FATAL_ERROR "TRIRACE_SANITIZE: thread and address cannot be combined")
+  endif()
+  add_compile_options(-fsanitize=${TRIRACE_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${TRIRACE_SANITIZE})
+  message(STATUS "TriRace: building with -fsanitize=${TRIRACE_SANITIZE}")
+endif()
+
+# trirace_shared_library(<name> VERSION_SCRIPT <file> SOURCES ...)
+# A shared library with hidden symbols, an export list, and no undefined
+# symbols left for the loader to guess at.
+function(trirace_shared_library name)
+  cmake_parse_arguments(ARG "" "VERSION_SCRIPT;OUTPUT_NAME" "SOURCES" ${ARGN})
+  add_library(${name} SHARED ${ARG_SOURCES})
+  if(ARG_OUTPUT_NAME)
+    set_target_properties(${name} PROPERTIES OUTPUT_NAME ${ARG_OUTPUT_NAME})
+  endif()
+  if(ARG_VERSION_SCRIPT)
+    target_link_options(${name} PRIVATE "-Wl,--version-script=${ARG_VERSION_SCRIPT}")
+    set_property(TARGET ${name} APPEND PROPERTY LINK_DEPENDS "${ARG_VERSION_SCRIPT}")
+  endif()
+  if(NOT TRIRACE_SANITIZE)
+    target_link_options(${name} PRIVATE "-Wl,--no-undefined")
+  endif()
+  target_link_options(${name} PRIVATE "-Wl,--as-needed")
+endfunction()

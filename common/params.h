@@ -1,0 +1,127 @@
+// Params: the one typed registry of TRIRACE_* environment parameters.
+//
+// Every tunable of every TriRace component is a row in the table in
+// params.cc: name, type, default, accepted values or range, a one-line
+// description and the component that reads it. `trirace env` prints the
+// table. Nothing in the project calls getenv() for a TRIRACE_* variable
+// directly; it asks this registry.
+//
+// Values are read from the environment once, on first use, and cached for
+// the life of the process. A value that does not parse, is out of range or is
+// not one of the accepted choices is replaced by the default, and one WARN
+// names the variable, the value given and what is accepted. Where each
+// value came from (default or environment) is tracked.
+//
+// Usage:
+//   int64_t nsocks = trirace::ParamInt(trirace::ParamId::kNetNSocks);
+//   if (trirace::ParamEnum(ParamId::kMode) == "schedule") ...
+//
+// Adding a parameter: add an id to ParamId (before kCount) and one row, in
+// the same order, to the table in params.cc. A unit test checks the order.
+//
+// Thread safety: Get() and every accessor are thread-safe and lock-free
+// after the first call. ReloadForTesting() is for tests only and must not
+// race with readers.
+#ifndef TRIRACE_COMMON_PARAMS_H_
+#define TRIRACE_COMMON_PARAMS_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace trirace {
+
+enum class ParamId : int {
+  // common/: logging
+  kDebug,
+  kDebugSubsys,
+  kDebugFile,
+  // interpose/: what the shim does
+  kMode,
+  kPolicy,
+  kCount,  // not a parameter
+};
+
+enum class ParamType { kBool, kInt, kDouble, kString, kEnum };
+enum class ParamSource { kDefault, kEnvironment };
+
+absl::string_view ParamTypeName(ParamType type);
+absl::string_view ParamSourceName(ParamSource source);
+
+// One row of the registry. All strings are static literals.
+struct ParamSpec {
+  ParamId id;
+  absl::string_view name;
+  ParamType type;
+  absl::string_view default_text;  // parsed like an environment value
+  absl::string_view description;
+  absl::string_view component;     // which part of TriRace reads it
+  int64_t min_int = INT64_MIN;    // kInt: inclusive range
+  int64_t max_int = INT64_MAX;
+  double min_double = -1e300;     // kDouble: inclusive range
+  double max_double = 1e300;
+  std::span<const absl::string_view> choices = {};  // kEnum: accepted (case-insensitive)
+
+  // Human-readable "what is accepted", used in warnings and `trirace env`.
+  std::string Accepted() const;
+};
+
+// A parsed value. Only the member that matches the spec's type is meaningful;
+// `text` always holds the canonical text form (enum choices in table case).
+struct ParamValue {
+  bool b = false;
+  int64_t i = 0;
+  double d = 0;
+  std::string text;
+  int choice = -1;  // kEnum: index into ParamSpec::choices
+  ParamSource source = ParamSource::kDefault;
+};
+
+class Params {
+ public:
+  // The process-wide registry, read from the environment on first call.
+  // The first call also emits the WARNs for bad values (once per process).
+  static const Params& Get();
+  // Get() without emitting the warnings: for the logger, which reads its own
+  // configuration from here and must not log while it configures itself.
+  static const Params& GetQuiet();
+
+  // The registry rows, in ParamId order.
+  static std::span<const ParamSpec> Specs();
+  static const ParamSpec& Spec(ParamId id);
+  // nullptr if `name` is not a registered parameter.
+  static const ParamSpec* Find(absl::string_view name);
+
+  // Parses `text` as a value of `spec` (no defaulting); the error message
+  // names the variable, the value and what is accepted.
+  static absl::StatusOr<ParamValue> Parse(const ParamSpec& spec, absl::string_view text);
+
+  // Re-reads the environment (and re-emits warnings). Tests only.
+  static void ReloadForTesting();
+
+  const ParamValue& Value(ParamId id) const { return values_[static_cast<int>(id)]; }
+  // The warnings produced while loading, one per bad value.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+ private:
+  Params();
+  std::vector<ParamValue> values_;
+  std::vector<std::string> warnings_;
+};
+
+// Typed accessors. Asking for the wrong type is a programming error and
+// aborts in debug builds.
+bool ParamBool(ParamId id);
+int64_t ParamInt(ParamId id);
+double ParamDouble(ParamId id);
+const std::string& ParamString(ParamId id);
+const std::string& ParamEnum(ParamId id);  // canonical choice text
+ParamSource ParamSourceOf(ParamId id);
+
+}  // namespace trirace
+
+#endif  // TRIRACE_COMMON_PARAMS_H_

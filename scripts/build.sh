@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Configures (once) and builds TriRace into ${TRIRACE_BUILD_DIR:-build}.
+# Extra arguments go to the CMake configure step, e.g. -DTRIRACE_SANITIZE=address.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build_dir=${TRIRACE_BUILD_DIR:-$root/build}
+"$root/scripts/setup-deps.sh"
+if [ ! -f "$build_dir/build.ninja" ] || [ $# -gt 0 ]; then
+  cmake -S "$root" -B "$build_dir" -G Ninja -DTRIRACE_WERROR=ON "$@"
+fi
+cmake --build "$build_dir" -j "$(nproc)"

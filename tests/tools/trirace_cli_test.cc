@@ -1,0 +1,150 @@
+// The `trirace` command, run as a child process.
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "absl/strings/str_split.h"
+#include "common/params.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "support/subprocess.h"
+
+namespace trirace {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using testing_support::RunProcess;
+
+std::map<std::string, std::string> ParseEnvOutput(const std::string& out) {
+  std::map<std::string, std::string> env;
+  for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
+    size_t eq = line.find('=');
+    if (eq != absl::string_view::npos) env[std::string(line.substr(0, eq))] = std::string(line.substr(eq + 1));
+  }
+  return env;
+}
+
+// A throwaway install prefix: bin/trirace plus whichever libraries a test
+// wants in lib/ (copies of a harmless test library).
+class FakePrefix {
+ public:
+  explicit FakePrefix(bool with_shim, bool with_plugin) : root_(testing_support::MakeTempDir("trirace-prefix-")) {
+    fs::create_directories(root_ / "bin");
+    fs::create_directories(root_ / "lib");
+    fs::copy_file(TRIRACE_EXE, exe());
+    if (with_shim) fs::copy_file(FAKE_PROVIDER, root_ / "lib" / "libtrirace.so");
+    if (with_plugin) fs::copy_file(FAKE_PROVIDER, root_ / "lib" / "libnccl-net-trirace.so");
+  }
+  ~FakePrefix() { fs::remove_all(root_); }
+  std::string exe() const { return (root_ / "bin" / "trirace").string(); }
+  std::string lib(const char* name) const { return (root_ / "lib" / name).string(); }
+
+ private:
+  fs::path root_;
+};
+
+TEST(TriraceCliTest, VersionPrintsTheProjectVersion) {
+  auto r = RunProcess({TRIRACE_EXE, "version"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, StartsWith("trirace 0."));
+  EXPECT_THAT(r.out, HasSubstr("NCCL headers 2."));
+}
+
+TEST(TriraceCliTest, EnvPrintsEveryRegisteredParamWithValueAndSource) {
+  auto r = RunProcess({TRIRACE_EXE, "env"}, {{"TRIRACE_MODE", "schedule"}}, {"TRIRACE_POLICY"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const ParamSpec& spec : Params::Specs()) {
+    EXPECT_THAT(r.out, HasSubstr(std::string(spec.name))) << "missing from trirace env";
+    EXPECT_THAT(r.out, HasSubstr(std::string(spec.description)));
+  }
+  std::istringstream lines(r.out);
+  std::string line;
+  bool saw_mode = false, saw_policy = false;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> cols = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (cols.size() < 4) continue;
+    if (cols[0] == "TRIRACE_MODE") {
+      saw_mode = true;
+      EXPECT_EQ(cols[1], "schedule");
+      EXPECT_EQ(cols[2], "environment");
+      EXPECT_EQ(cols[3], "observe");
+    }
+    if (cols[0] == "TRIRACE_POLICY") {
+      saw_policy = true;
+      EXPECT_EQ(cols[1], "trirace");
+      EXPECT_EQ(cols[2], "default");
+    }
+  }
+  EXPECT_TRUE(saw_mode && saw_policy) << r.out;
+}
+
+TEST(TriraceCliTest, EnvWarnsAboutABadValueOnStderr) {
+  auto r = RunProcess({TRIRACE_EXE, "env"}, {{"TRIRACE_DEBUG", "LOUD"}});
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("TriRace WARN INIT TRIRACE_DEBUG=\"LOUD\" is not valid: expected one of NONE, WARN, INFO, TRACE"));
+}
+
+TEST(TriraceCliTest, RunSetsPreloadPluginAndModeInTheChild) {
+  FakePrefix prefix(/*with_shim=*/true, /*with_plugin=*/true);
+  auto r = RunProcess({prefix.exe(), "run", "--mode", "schedule", "--policy=fifo", "--", "env"},
+                      {{"LD_PRELOAD", ""}}, {"NCCL_NET_PLUGIN", "TRIRACE_MODE", "TRIRACE_POLICY"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto env = ParseEnvOutput(r.out);
+  EXPECT_EQ(env["LD_PRELOAD"], prefix.lib("libtrirace.so"));
+  EXPECT_EQ(env["NCCL_NET_PLUGIN"], prefix.lib("libnccl-net-trirace.so"));
+  EXPECT_EQ(env["TRIRACE_MODE"], "schedule");
+  EXPECT_EQ(env["TRIRACE_POLICY"], "fifo");
+}
+
+TEST(TriraceCliTest, RunKeepsExistingPreloadsAndAUserPlugin) {
+  FakePrefix prefix(true, true);
+  auto r = RunProcess({prefix.exe(), "run", "env"},
+                      {{"LD_PRELOAD", FAKE_PROVIDER}, {"NCCL_NET_PLUGIN", "aws-ofi"}, {"TRIRACE_MODE", "off"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto env = ParseEnvOutput(r.out);
+  EXPECT_EQ(env["LD_PRELOAD"], prefix.lib("libtrirace.so") + ":" + FAKE_PROVIDER);
+  EXPECT_EQ(env["NCCL_NET_PLUGIN"], "aws-ofi");
+  EXPECT_EQ(env["TRIRACE_MODE"], "off");
+  EXPECT_THAT(r.err, HasSubstr("keeping NCCL_NET_PLUGIN=aws-ofi"));
+}
+
+TEST(TriraceCliTest, RunRefusesWhenTheShimIsNotBuilt) {
+  FakePrefix prefix(/*with_shim=*/false, /*with_plugin=*/false);
+  auto r = RunProcess({prefix.exe(), "run", "--", "true"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("the shim libtrirace.so is not built or installed"));
+}
+
+TEST(TriraceCliTest, RunRejectsBadFlagValuesAndMissingCommand) {
+  FakePrefix prefix(true, true);
+  auto bad_mode = RunProcess({prefix.exe(), "run", "--mode", "fast", "--", "true"});
+  EXPECT_EQ(bad_mode.exit_code, 2);
+  EXPECT_THAT(bad_mode.err, HasSubstr("--mode \"fast\" is not valid: expected one of off, observe, schedule"));
+  auto unknown = RunProcess({prefix.exe(), "run", "--speed", "1", "--", "true"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_THAT(unknown.err, HasSubstr("unknown option \"--speed\""));
+  auto none = RunProcess({prefix.exe(), "run", "--mode", "off"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_THAT(none.err, HasSubstr("no command given"));
+  auto missing = RunProcess({prefix.exe(), "run", "--", "/nonexistent/program"});
+  EXPECT_EQ(missing.exit_code, 127);
+}
+
+TEST(TriraceCliTest, HelpForEveryCommandAndUnknownCommand) {
+  for (const char* cmd : {"version", "env", "run"}) {
+    auto r = RunProcess({TRIRACE_EXE, cmd, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << cmd;
+    EXPECT_THAT(r.out, HasSubstr(std::string("usage: trirace ") + cmd));
+  }
+  auto top = RunProcess({TRIRACE_EXE, "--help"});
+  EXPECT_EQ(top.exit_code, 0);
+  EXPECT_THAT(top.out, HasSubstr("commands:"));
+  auto bad = RunProcess({TRIRACE_EXE, "frobnicate"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("unknown command \"frobnicate\""));
+}
+
+}  // namespace
+}  // namespace trirace
