@@ -48,6 +48,10 @@ const ParamSpec kTable[] = {
      .description = "scheduling policy in schedule mode: fifo, priority (class-blind baseline), trirace",
      .component = "scheduler",
      .choices = kPolicies},
+    // plugin/: the net plugin (TCP transport, wrapper, occupancy)
+    // hostccl/: the CPU NCCL
+    // interpose/: the shim (library lookup, trace)
+    // scheduler/: the engine and policies
 };
 
 static_assert(std::size(kTable) == static_cast<size_t>(ParamId::kCount),

@@ -43,6 +43,10 @@ enum class ParamId : int {
   // interpose/: what the shim does
   kMode,
   kPolicy,
+  // plugin/: the net plugin (TCP transport, wrapper, occupancy)
+  // hostccl/: the CPU NCCL
+  // interpose/: the shim (library lookup, trace)
+  // scheduler/: the engine and policies
   kCount,  // not a parameter
 };
 
