@@ -2,6 +2,7 @@
 
 #include "build_info.h"
 #include "commands.h"
+#include "git_revision.h"
 
 namespace trirace::tools {
 
