@@ -44,9 +44,39 @@ enum class ParamId : int {
   kMode,
   kPolicy,
   // plugin/: the net plugin (TCP transport, wrapper, occupancy)
+  kNetIfname,
+  kNetToken,
+  kNetNSocks,
+  kNetNThreads,
+  kNetStripeMinBytes,
+  kNetTimeoutMs,
+  kNetInner,
+  kNetOccupancy,
+  kNetPublishUs,
+  kJobId,
   // hostccl/: the CPU NCCL
+  kHostcclBootstrapTimeoutMs,
+  kHostcclSliceBytes,
+  kHostcclPipelineDepth,
   // interpose/: the shim (library lookup, trace)
+  kNcclLibrary,
+  kTrace,
+  kTraceBufferMb,
+  kExcludeRoles,
   // scheduler/: the engine and policies
+  kChunkBytes,
+  kMaxHoldUs,
+  kDenseWindowBytes,
+  kDenseCreditBytes,
+  kDeadlineSlackUs,
+  kForeignHeadroom,
+  kPriorityWindowBytes,
+  kAdversarialSeed,
+  kHostId,
+  kNic,
+  kNicGbps,
+  kOccupancySource,
+  kOccupancyPeriodUs,
   kCount,  // not a parameter
 };
 

@@ -1,8 +1,24 @@
 #!/usr/bin/env bash
-# Builds everything and runs the whole test suite with ctest.
+# Builds everything and runs the whole test suite with ctest, then builds the
+# modules with a data path (the net plugin) under AddressSanitizer and runs
+# their suites again there.
+#   TRIRACE_TEST_ASAN=0     skips the AddressSanitizer pass
+#   TRIRACE_BUILD_DIR=dir   main build folder (default build/)
+# Extra arguments go to the CMake configure step of the main build.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${TRIRACE_BUILD_DIR:-$root/build}
+jobs=$(nproc)
+
 "$root/scripts/build.sh" "$@"
-cd "$build_dir"
-ctest --output-on-failure -j "$(nproc)" --timeout 600
+ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" --timeout 600
+
+if [ "${TRIRACE_TEST_ASAN:-1}" != "0" ]; then
+  asan_dir="$build_dir-asan"
+  asan_modules="plugin"
+  echo "== AddressSanitizer pass: $asan_modules in $asan_dir"
+  TRIRACE_BUILD_DIR="$asan_dir" "$root/scripts/build.sh" \
+    -DTRIRACE_SANITIZE=address -DTRIRACE_BUILD_BENCHMARKS=OFF -DTRIRACE_MODULES="$asan_modules"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    ctest --test-dir "$asan_dir" --output-on-failure -j "$jobs" --timeout 600 -E '^build\.'
+fi
