@@ -14,6 +14,7 @@ using Args = std::span<const char* const>;
 int VersionCommand(Args args);
 int EnvCommand(Args args);
 int RunCommand(Args args);
+int NetTopCommand(Args args);
 
 // True when `arg` is -h or --help.
 bool IsHelp(absl::string_view arg);

@@ -19,6 +19,7 @@ constexpr Command kCommands[] = {
     {"version", VersionCommand, "print the TriRace version and the NCCL headers it was built with"},
     {"env", EnvCommand, "list every TRIRACE_* parameter: value, source, default, description"},
     {"run", RunCommand, "run a program with the TriRace shim and net plugin loaded"},
+    {"net-top", NetTopCommand, "live per-NIC network occupancy published by the TriRace net plugin"},
 };
 
 void PrintUsage(FILE* out) {

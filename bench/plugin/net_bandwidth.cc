@@ -1,0 +1,127 @@
+// net_bandwidth: throughput and latency of libnccl-net-trirace.so against
+// raw TCP on loopback, with the same sockets, threads and window, measured
+// side by side in one run (each figure is the median of --reps runs,
+// plugin and raw alternating). Prints figures; never fails on a number.
+//
+//   net_bandwidth [--nsocks=N] [--nthreads=T] [--reps=R] [--total-mib=M]
+//                 [--iterations=I] [--stripe-min=BYTES] [--sweep] [--latency-only]
+//                 [--plugin=PATH]
+// --sweep also measures TRIRACE_NET_NSOCKS = 1, 2, 4, 8 at 4 and 64 MiB.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "bench/plugin/bench_common.h"
+
+namespace net_bench {
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? -1 : v[v.size() / 2];
+}
+
+struct Pairwise {
+  double plugin = 0;
+  double raw = 0;
+  double raw_polling = 0;  // latency only
+  double raw_pair = 0;     // latency only: polling, one connection per direction
+};
+
+Pairwise Measure(bool latency, const Settings& s, int reps) {
+  std::vector<double> plugin, raw, polling, pair;
+  for (int r = 0; r < reps; ++r) {
+    raw.push_back(RunPair([&](int rank, Link& link) {
+      return latency ? RawRoundTrip(rank, link, s, false, false) : RawThroughput(rank, link, s);
+    }));
+    plugin.push_back(RunPair([&](int rank, Link& link) {
+      return latency ? PluginRoundTrip(rank, link, s) : PluginThroughput(rank, link, s);
+    }));
+    if (latency) {
+      polling.push_back(RunPair([&](int rank, Link& link) { return RawRoundTrip(rank, link, s, true, false); }));
+      pair.push_back(RunPair([&](int rank, Link& link) { return RawRoundTrip(rank, link, s, true, true); }));
+    }
+  }
+  return {Median(plugin), Median(raw), Median(polling), Median(pair)};
+}
+
+std::string SizeName(size_t bytes) {
+  return bytes >= (1u << 20) ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes >> 10) + " KiB";
+}
+
+bool Flag(const char* arg, const char* name, int* value) {
+  size_t n = std::strlen(name);
+  if (std::strncmp(arg, name, n) != 0 || arg[n] != '=') return false;
+  *value = std::atoi(arg + n + 1);
+  return true;
+}
+
+}  // namespace
+}  // namespace net_bench
+
+int main(int argc, char** argv) {
+  using namespace net_bench;
+  Settings base;
+  base.plugin_path = TRIRACE_NET_PLUGIN_PATH;
+  int reps = 3, total_mib = 1024, sweep = 0, stripe_min = 262144, latency_only = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (Flag(argv[i], "--nsocks", &base.nsocks) || Flag(argv[i], "--nthreads", &base.nthreads) ||
+        Flag(argv[i], "--reps", &reps) || Flag(argv[i], "--total-mib", &total_mib) ||
+        Flag(argv[i], "--iterations", &base.iterations) || Flag(argv[i], "--stripe-min", &stripe_min)) {
+      continue;
+    }
+    if (std::strcmp(argv[i], "--sweep") == 0) {
+      sweep = 1;
+    } else if (std::strcmp(argv[i], "--latency-only") == 0) {
+      latency_only = 1;
+    } else if (std::strncmp(argv[i], "--plugin=", 9) == 0) {
+      base.plugin_path = argv[i] + 9;
+    } else {
+      fprintf(stderr, "unknown argument '%s' (see the comment at the top of net_bandwidth.cc)\n", argv[i]);
+      return 2;
+    }
+  }
+  setenv("TRIRACE_JOB_ID", ("net-bandwidth-" + std::to_string(getpid())).c_str(), 1);
+  base.total_bytes = uint64_t(total_mib) << 20;
+  base.stripe_min_bytes = static_cast<size_t>(stripe_min);
+  printf("TriRace net plugin vs raw TCP, loopback, same run: nsocks=%d nthreads=%d window=%d "
+         "stripe-min=%d, %d MiB per point, median of %d\n",
+         base.nsocks, base.nthreads, base.window, stripe_min, total_mib, reps);
+  printf("%-8s %12s %12s %8s\n", "size", "plugin GB/s", "raw GB/s", "ratio");
+  for (size_t size : {size_t{64} << 10, size_t{1} << 20, size_t{4} << 20, size_t{64} << 20}) {
+    if (latency_only) break;
+    Settings s = base;
+    s.message_bytes = size;
+    Pairwise m = Measure(false, s, reps);
+    printf("%-8s %12.2f %12.2f %8.2f\n", SizeName(size).c_str(), m.plugin, m.raw, m.plugin / m.raw);
+    fflush(stdout);
+  }
+  Pairwise lat = Measure(true, base, reps);
+  printf("8-byte round trip (%d iterations): plugin %.1f us\n"
+         "  raw TCP ping-pong, blocking recv        %.1f us  ratio %.2f\n"
+         "  raw TCP ping-pong, polling recv         %.1f us  ratio %.2f\n"
+         "  raw TCP, one connection per direction   %.1f us  ratio %.2f (polling, as two net comms)\n",
+         base.iterations, lat.plugin, lat.raw, lat.plugin / lat.raw, lat.raw_polling,
+         lat.plugin / lat.raw_polling, lat.raw_pair, lat.plugin / lat.raw_pair);
+  if (sweep) {
+    printf("\nTRIRACE_NET_NSOCKS sweep (nthreads=%d):\n%-8s %-6s %12s %12s %8s\n", base.nthreads, "size",
+           "nsocks", "plugin GB/s", "raw GB/s", "ratio");
+    for (size_t size : {size_t{4} << 20, size_t{64} << 20}) {
+      for (int nsocks : {1, 2, 4, 8}) {
+        Settings s = base;
+        s.message_bytes = size;
+        s.nsocks = nsocks;
+        Pairwise m = Measure(false, s, reps);
+        printf("%-8s %-6d %12.2f %12.2f %8.2f\n", SizeName(size).c_str(), nsocks, m.plugin, m.raw,
+               m.plugin / m.raw);
+        fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,232 @@
+#include "plugin/occupancy/publisher.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "plugin/occupancy/segment.h"
+
+namespace trirace::occupancy {
+namespace {
+
+constexpr int kAttachWaitMs = 2000;  // for a creator that is still initialising
+
+}  // namespace
+
+OccupancyPublisher::OccupancyPublisher() = default;
+
+OccupancyPublisher::~OccupancyPublisher() { Stop(); }
+
+int OccupancyPublisher::AddNic(const NicInfo& nic) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int n = num_nics_.load(std::memory_order_relaxed);
+  if (n >= TRIRACE_OCC_MAX_NICS) return -1;
+  nics_[n] = nic;
+  num_nics_.store(n + 1, std::memory_order_release);
+  return n;
+}
+
+absl::Status OccupancyPublisher::Start(const std::vector<NicInfo>& nics,
+                                       const std::string& segment_name, int64_t period_us) {
+  for (const NicInfo& nic : nics) {
+    if (AddNic(nic) < 0) break;
+  }
+  period_us_ = period_us;
+  if (segment_name.empty()) return absl::OkStatus();
+  absl::Status st = Attach(segment_name);
+  if (!st.ok()) return st;
+  ClaimSlot();
+  if (slot_ == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "occupancy segment ", segment_name, ": all ", TRIRACE_OCC_MAX_PROCS, " process slots are in use"));
+  }
+  Publish();
+  try {
+    thread_ = std::thread(&OccupancyPublisher::Run, this);
+  } catch (const std::system_error& e) {
+    return SystemError("starting the occupancy publisher thread", e.code().value());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OccupancyPublisher::Attach(const std::string& name) {
+  const size_t bytes = TRIRACE_OCC_SEGMENT_BYTES;
+  bool creator = true;
+  int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    creator = false;
+    fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  }
+  if (fd < 0) return SystemError(absl::StrCat("shm_open(", name, ")"), errno);
+  struct stat st{};
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    close(fd);
+    return SystemError(absl::StrCat("fstat(", name, ")"), err);
+  }
+  if (st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+    close(fd);
+    return absl::PermissionDeniedError(absl::StrCat(
+        "occupancy segment ", name, " is owned by uid ", st.st_uid, " with mode 0",
+        absl::Hex(st.st_mode & 0777), "; expected uid ", geteuid(), " and mode 0600"));
+  }
+  if (creator) {
+    fchmod(fd, 0600);  // independent of the umask
+    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+      int err = errno;
+      close(fd);
+      shm_unlink(name.c_str());
+      return SystemError(absl::StrCat("ftruncate(", name, ")"), err);
+    }
+  } else {
+    for (int waited = 0; st.st_size < static_cast<off_t>(bytes) && waited < kAttachWaitMs; ++waited) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      fstat(fd, &st);
+    }
+    if (st.st_size != static_cast<off_t>(bytes)) {
+      close(fd);
+      return absl::FailedPreconditionError(absl::StrCat(
+          "occupancy segment ", name, " has ", st.st_size, " bytes; this build expects ", bytes,
+          " (layout version ", TRIRACE_OCC_VERSION, "): not publishing"));
+    }
+  }
+  void* map = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int err = errno;
+  close(fd);
+  if (map == MAP_FAILED) return SystemError(absl::StrCat("mmap(", name, ")"), err);
+  auto* header = static_cast<trirace_occ_header_t*>(map);
+  if (creator) {
+    header->version = TRIRACE_OCC_VERSION;
+    header->header_bytes = sizeof(trirace_occ_header_t);
+    header->proc_bytes = sizeof(trirace_occ_proc_t);
+    header->max_procs = TRIRACE_OCC_MAX_PROCS;
+    header->max_nics = TRIRACE_OCC_MAX_NICS;
+    header->num_classes = TRIRACE_OCC_NUM_CLASSES;
+    header->create_ns = NowNs();
+    std::string job = name.substr(name.find('-', name.find('-') + 1) + 1);
+    std::strncpy(header->job, job.c_str(), sizeof(header->job) - 1);
+    Atomic(header->magic).store(TRIRACE_OCC_MAGIC, std::memory_order_release);
+  } else {
+    for (int waited = 0; Atomic(header->magic).load(std::memory_order_acquire) != TRIRACE_OCC_MAGIC &&
+                         waited < kAttachWaitMs;
+         ++waited) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (Atomic(header->magic).load(std::memory_order_acquire) != TRIRACE_OCC_MAGIC ||
+        !HeaderMatches(*header)) {
+      munmap(map, bytes);
+      return absl::FailedPreconditionError(absl::StrCat(
+          "occupancy segment ", name, " has another layout (version ", header->version,
+          ", this build writes ", TRIRACE_OCC_VERSION, "): not publishing"));
+    }
+  }
+  map_ = map;
+  map_bytes_ = bytes;
+  return absl::OkStatus();
+}
+
+void OccupancyPublisher::ClaimSlot() {
+  auto* procs = reinterpret_cast<trirace_occ_proc_t*>(static_cast<char*>(map_) +
+                                                      sizeof(trirace_occ_header_t));
+  const int32_t me = static_cast<int32_t>(getpid());
+  const uint64_t my_start = ProcessStartTime(getpid());
+  for (int pass = 0; pass < 2 && slot_ == nullptr; ++pass) {
+    for (int i = 0; i < TRIRACE_OCC_MAX_PROCS; ++i) {
+      trirace_occ_proc_t& p = procs[i];
+      int32_t owner = Atomic(p.owner_pid).load(std::memory_order_acquire);
+      // First pass: free slots only; second: reclaim slots of dead processes.
+      bool take = pass == 0 ? owner == 0
+                            : owner != 0 && !ProcessAlive(owner, Atomic(p.owner_start_time).load());
+      if (!take || !Atomic(p.owner_pid).compare_exchange_strong(owner, me)) continue;
+      Atomic(p.seq).store(Atomic(p.seq).load() | 1u, std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_release);
+      Atomic(p.owner_start_time).store(my_start, std::memory_order_relaxed);
+      Atomic(p.num_nics).store(0, std::memory_order_relaxed);
+      std::memset(p.nics, 0, sizeof(p.nics));
+      Atomic(p.seq).store((Atomic(p.seq).load() | 1u) + 1, std::memory_order_release);
+      slot_ = &p;
+      return;
+    }
+  }
+}
+
+void OccupancyPublisher::Publish() {
+  if (slot_ == nullptr) return;
+  trirace_occ_proc_t& p = *slot_;
+  uint32_t seq = Atomic(p.seq).load(std::memory_order_relaxed);
+  Atomic(p.seq).store(seq + 1, std::memory_order_relaxed);  // odd: being written
+  std::atomic_thread_fence(std::memory_order_release);
+  int n = num_nics_.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i) {
+    trirace_occ_nic_t& nic = p.nics[i];
+    for (int k = 0; k < TRIRACE_OCC_NAME_LEN; ++k) {
+      char c = k < static_cast<int>(nics_[i].name.size()) && k < TRIRACE_OCC_NAME_LEN - 1
+                   ? nics_[i].name[k] : '\0';
+      Atomic(nic.name[k]).store(c, std::memory_order_relaxed);
+    }
+    Atomic(nic.speed_mbps).store(nics_[i].speed_mbps, std::memory_order_relaxed);
+    for (int c = 0; c < TRIRACE_OCC_NUM_CLASSES; ++c) {
+      trirace_occ_counters_t v = Local(i, c);
+      auto* src = reinterpret_cast<uint64_t*>(&v);
+      auto* dst = reinterpret_cast<uint64_t*>(&nic.cls[c]);
+      for (size_t k = 0; k < sizeof(v) / sizeof(uint64_t); ++k) {
+        Atomic(dst[k]).store(src[k], std::memory_order_relaxed);
+      }
+    }
+  }
+  Atomic(p.num_nics).store(static_cast<uint32_t>(n), std::memory_order_relaxed);
+  Atomic(p.update_ns).store(NowNs(), std::memory_order_relaxed);
+  Atomic(p.seq).store(seq + 2, std::memory_order_release);
+}
+
+trirace_occ_counters_t OccupancyPublisher::Local(int nic, int cls) const {
+  trirace_occ_counters_t out{};
+  if (nic < 0 || nic >= TRIRACE_OCC_MAX_NICS || cls < 0 || cls >= TRIRACE_OCC_NUM_CLASSES) return out;
+  const Counters& c = counters_[nic][cls];
+  // Completed before posted, so a reader's posted >= completed.
+  out.send_completed_bytes = c.send_completed_bytes.load(std::memory_order_relaxed);
+  out.recv_completed_bytes = c.recv_completed_bytes.load(std::memory_order_relaxed);
+  out.send_posted_bytes = c.send_posted_bytes.load(std::memory_order_relaxed);
+  out.recv_posted_bytes = c.recv_posted_bytes.load(std::memory_order_relaxed);
+  out.send_inflight_bytes = c.send_inflight_bytes.load(std::memory_order_relaxed);
+  out.recv_inflight_bytes = c.recv_inflight_bytes.load(std::memory_order_relaxed);
+  out.send_inflight_reqs = c.send_inflight_reqs.load(std::memory_order_relaxed);
+  out.recv_inflight_reqs = c.recv_inflight_reqs.load(std::memory_order_relaxed);
+  return out;
+}
+
+void OccupancyPublisher::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    cv_.wait_for(lock, std::chrono::microseconds(period_us_), [&] { return stop_; });
+    Publish();
+  }
+}
+
+void OccupancyPublisher::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (slot_ != nullptr) {
+    int32_t me = static_cast<int32_t>(getpid());
+    Atomic(slot_->owner_pid).compare_exchange_strong(me, 0);
+    slot_ = nullptr;
+  }
+  if (map_ != nullptr) {
+    munmap(map_, map_bytes_);
+    map_ = nullptr;
+  }
+}
+
+}  // namespace trirace::occupancy

@@ -1,0 +1,135 @@
+// The occupancy publisher: per-NIC byte and request counters, updated on the
+// data path with relaxed atomics (no lock), copied by a background thread
+// every TRIRACE_NET_PUBLISH_US into this process's slot of the host's
+// occupancy segment (include/trirace/occupancy.h) under the slot's sequence
+// lock, so readers never see torn records.
+//
+// Usage (the plugin core):
+//   OccupancyPublisher pub;
+//   pub.Start({{"eth0", 100000}, {"lo", 10000}});   // once, after device discovery
+//   pub.SendPosted(nic, cls, bytes);  ...  pub.SendCompleted(nic, cls, bytes, done_bytes);
+// `nic` is the device index (devices past TRIRACE_OCC_MAX_NICS are not
+// published), `cls` 0..TRIRACE_OCC_NUM_CLASSES-1.
+//
+// The counters work even when the segment cannot be used (another user's
+// segment, a different layout version, all slots taken): the publisher warns
+// once and keeps counting locally (Local()). Stop() (or destruction) frees
+// the slot: the process's bytes leave the host totals, as for a process
+// that died.
+//
+// Thread safety: the counter methods are thread-safe and lock-free; Start
+// and Stop must not race with each other.
+#ifndef TRIRACE_PLUGIN_OCCUPANCY_PUBLISHER_H_
+#define TRIRACE_PLUGIN_OCCUPANCY_PUBLISHER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "trirace/occupancy.h"
+
+namespace trirace::occupancy {
+
+class OccupancyPublisher {
+ public:
+  struct NicInfo {
+    std::string name;
+    uint32_t speed_mbps = 0;
+  };
+
+  OccupancyPublisher();
+  ~OccupancyPublisher();
+  OccupancyPublisher(const OccupancyPublisher&) = delete;
+  OccupancyPublisher& operator=(const OccupancyPublisher&) = delete;
+
+  // Attaches to (or creates) `segment_name` and starts publishing every
+  // `period_us`. Without a segment (empty name) only local counting is done.
+  absl::Status Start(const std::vector<NicInfo>& nics, const std::string& segment_name,
+                     int64_t period_us);
+  void Stop();
+  // Adds a NIC later (a virtual device); returns its index or -1 if full.
+  int AddNic(const NicInfo& nic);
+
+  void SendPosted(int nic, int cls, uint64_t bytes) {
+    if (Counters* c = At(nic, cls)) {
+      Add(c->send_posted_bytes, bytes);
+      Add(c->send_inflight_bytes, bytes);
+      Add(c->send_inflight_reqs, 1);
+    }
+  }
+  void SendCompleted(int nic, int cls, uint64_t posted, uint64_t done) {
+    if (Counters* c = At(nic, cls)) {
+      Add(c->send_completed_bytes, done);
+      Sub(c->send_inflight_bytes, posted);
+      Sub(c->send_inflight_reqs, 1);
+    }
+  }
+  void RecvPosted(int nic, int cls, uint64_t bytes) {
+    if (Counters* c = At(nic, cls)) {
+      Add(c->recv_posted_bytes, bytes);
+      Add(c->recv_inflight_bytes, bytes);
+      Add(c->recv_inflight_reqs, 1);
+    }
+  }
+  void RecvCompleted(int nic, int cls, uint64_t posted, uint64_t done) {
+    if (Counters* c = At(nic, cls)) {
+      Add(c->recv_completed_bytes, done);
+      Sub(c->recv_inflight_bytes, posted);
+      Sub(c->recv_inflight_reqs, 1);
+    }
+  }
+  // A request dropped without completing (error, or its comm was closed).
+  void Abandoned(int nic, int cls, bool send, uint64_t posted) {
+    if (Counters* c = At(nic, cls)) {
+      Sub(send ? c->send_inflight_bytes : c->recv_inflight_bytes, posted);
+      Sub(send ? c->send_inflight_reqs : c->recv_inflight_reqs, 1);
+    }
+  }
+
+  // This process's counters (what the next publish will write).
+  trirace_occ_counters_t Local(int nic, int cls) const;
+  bool publishing() const { return slot_ != nullptr; }
+
+ private:
+  struct alignas(64) Counters {
+    std::atomic<uint64_t> send_posted_bytes{0}, send_completed_bytes{0}, recv_posted_bytes{0},
+        recv_completed_bytes{0}, send_inflight_bytes{0}, recv_inflight_bytes{0},
+        send_inflight_reqs{0}, recv_inflight_reqs{0};
+  };
+  static void Add(std::atomic<uint64_t>& a, uint64_t v) { a.fetch_add(v, std::memory_order_relaxed); }
+  static void Sub(std::atomic<uint64_t>& a, uint64_t v) { a.fetch_sub(v, std::memory_order_relaxed); }
+  Counters* At(int nic, int cls) {
+    if (nic < 0 || nic >= num_nics_.load(std::memory_order_acquire) || cls < 0 ||
+        cls >= TRIRACE_OCC_NUM_CLASSES) {
+      return nullptr;
+    }
+    return &counters_[nic][cls];
+  }
+  absl::Status Attach(const std::string& segment_name);
+  void ClaimSlot();
+  void Publish();
+  void Run();
+
+  Counters counters_[TRIRACE_OCC_MAX_NICS][TRIRACE_OCC_NUM_CLASSES];
+  NicInfo nics_[TRIRACE_OCC_MAX_NICS];
+  std::atomic<int> num_nics_{0};
+
+  void* map_ = nullptr;
+  size_t map_bytes_ = 0;
+  trirace_occ_proc_t* slot_ = nullptr;
+  int64_t period_us_ = 1000;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace trirace::occupancy
+
+#endif  // TRIRACE_PLUGIN_OCCUPANCY_PUBLISHER_H_

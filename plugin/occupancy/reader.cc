@@ -1,0 +1,138 @@
+// The C reader API of include/trirace/occupancy.h.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "plugin/occupancy/segment.h"
+#include "trirace/occupancy.h"
+
+using trirace::occupancy::Atomic;
+
+struct trirace_occ_reader {
+  void* map = nullptr;
+  size_t bytes = 0;
+  trirace_occ_proc_t* procs = nullptr;
+};
+
+extern "C" {
+
+int trirace_occ_segment_name(const char* job, char* buf, size_t len) {
+  std::string name = trirace::occupancy::SegmentName(job ? job : "");
+  if (buf == nullptr || len <= name.size()) return ENOSPC;
+  std::memcpy(buf, name.c_str(), name.size() + 1);
+  return 0;
+}
+
+int trirace_occ_open(const char* job, trirace_occ_reader_t** out) {
+  std::string name = trirace::occupancy::SegmentName(job ? job : "");
+  return trirace_occ_open_name(name.c_str(), out);
+}
+
+int trirace_occ_open_name(const char* shm_name, trirace_occ_reader_t** out) {
+  if (out == nullptr || shm_name == nullptr || shm_name[0] != '/') return EINVAL;
+  *out = nullptr;
+  int fd = shm_open(shm_name, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  struct stat st{};
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    close(fd);
+    return err;
+  }
+  if (st.st_uid != geteuid()) {
+    close(fd);
+    return EPERM;
+  }
+  const size_t bytes = TRIRACE_OCC_SEGMENT_BYTES;
+  if (st.st_size != static_cast<off_t>(bytes)) {
+    close(fd);
+    return st.st_size == 0 ? ENOENT : EPROTO;  // 0: its creator is still initialising
+  }
+  void* map = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+  int err = errno;
+  close(fd);
+  if (map == MAP_FAILED) return err;
+  auto* header = static_cast<trirace_occ_header_t*>(map);
+  if (Atomic(header->magic).load(std::memory_order_acquire) != TRIRACE_OCC_MAGIC) {
+    munmap(map, bytes);
+    return ENOENT;
+  }
+  if (!trirace::occupancy::HeaderMatches(*header)) {
+    munmap(map, bytes);
+    return EPROTO;
+  }
+  auto* reader = new (std::nothrow) trirace_occ_reader;
+  if (reader == nullptr) {
+    munmap(map, bytes);
+    return ENOMEM;
+  }
+  reader->map = map;
+  reader->bytes = bytes;
+  reader->procs = reinterpret_cast<trirace_occ_proc_t*>(static_cast<char*>(map) +
+                                                        sizeof(trirace_occ_header_t));
+  *out = reader;
+  return 0;
+}
+
+int trirace_occ_read_proc(trirace_occ_reader_t* reader, uint32_t index, trirace_occ_proc_t* out) {
+  if (reader == nullptr || out == nullptr || index >= TRIRACE_OCC_MAX_PROCS) return EINVAL;
+  trirace_occ_proc_t& slot = reader->procs[index];
+  int32_t pid = Atomic(slot.owner_pid).load(std::memory_order_acquire);
+  if (pid == 0) return ENOENT;
+  if (!trirace::occupancy::ReadSlot(slot, out)) return EAGAIN;
+  if (out->owner_pid == 0 || !trirace::occupancy::ProcessAlive(out->owner_pid, out->owner_start_time)) {
+    return ENOENT;
+  }
+  return 0;
+}
+
+int trirace_occ_read(trirace_occ_reader_t* reader, trirace_occ_snapshot_t* out) {
+  if (reader == nullptr || out == nullptr) return EINVAL;
+  std::memset(out, 0, sizeof(*out));
+  out->time_ns = trirace::occupancy::NowNs();
+  auto* proc = new (std::nothrow) trirace_occ_proc_t;
+  if (proc == nullptr) return ENOMEM;
+  for (uint32_t i = 0; i < TRIRACE_OCC_MAX_PROCS; ++i) {
+    if (trirace_occ_read_proc(reader, i, proc) != 0) continue;
+    out->num_procs++;
+    for (uint32_t n = 0; n < proc->num_nics; ++n) {
+      const trirace_occ_nic_t& nic = proc->nics[n];
+      uint32_t k = 0;
+      while (k < out->num_nics && std::strcmp(out->nics[k].name, nic.name) != 0) ++k;
+      if (k == out->num_nics) {
+        if (out->num_nics == TRIRACE_OCC_MAX_NICS) continue;
+        out->num_nics++;
+        std::memcpy(out->nics[k].name, nic.name, TRIRACE_OCC_NAME_LEN);
+        out->nics[k].speed_mbps = nic.speed_mbps;
+      }
+      trirace_occ_nic_summary_t& sum = out->nics[k];
+      sum.num_procs++;
+      if (proc->update_ns > sum.update_ns) sum.update_ns = proc->update_ns;
+      for (int c = 0; c < TRIRACE_OCC_NUM_CLASSES; ++c) {
+        const auto* src = reinterpret_cast<const uint64_t*>(&nic.cls[c]);
+        auto* dst = reinterpret_cast<uint64_t*>(&sum.cls[c]);
+        auto* total = reinterpret_cast<uint64_t*>(&sum.total);
+        for (size_t f = 0; f < sizeof(trirace_occ_counters_t) / sizeof(uint64_t); ++f) {
+          dst[f] += src[f];
+          total[f] += src[f];
+        }
+      }
+    }
+  }
+  delete proc;
+  return 0;
+}
+
+void trirace_occ_close(trirace_occ_reader_t* reader) {
+  if (reader == nullptr) return;
+  munmap(reader->map, reader->bytes);
+  delete reader;
+}
+
+}  // extern "C"

@@ -1,0 +1,58 @@
+// Network interfaces the TCP transport offers as NCCL devices.
+//
+// Selection follows NCCL's socket transport: a spec of comma-separated
+// interface name prefixes ("eth,ib"), "^" in front to exclude instead
+// ("^docker,lo"), "=" in front for exact names ("=eth0,eth1"); both may be
+// combined ("^=docker0"). The spec comes from TRIRACE_NET_IFNAME, else
+// NCCL_SOCKET_IFNAME. Without a spec every up interface except loopback,
+// docker* and virbr* is used; loopback is used only when nothing else
+// exists or when the spec names it.
+//
+// Thread safety: the functions are thread-safe (no shared state).
+#ifndef TRIRACE_PLUGIN_TRANSPORT_TCP_INTERFACES_H_
+#define TRIRACE_PLUGIN_TRANSPORT_TCP_INTERFACES_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "plugin/transport/tcp/socket.h"
+
+namespace trirace::net::tcp {
+
+struct Interface {
+  std::string name;
+  SockAddr addr;          // the address listeners bind to (port 0)
+  std::string pci_path;   // realpath of /sys/class/net/<name>/device, or ""
+  int speed_mbps = 0;     // from sysfs; kDefaultSpeedMbps when unknown
+  bool loopback = false;
+};
+
+inline constexpr int kDefaultSpeedMbps = 10000;
+
+// A parsed interface spec.
+class InterfaceSpec {
+ public:
+  static InterfaceSpec Parse(absl::string_view text);
+  bool empty() const { return names_.empty(); }
+  bool Matches(absl::string_view ifname) const;
+  // True if the spec selects loopback explicitly (a non-excluding "lo...").
+  bool NamesLoopback() const;
+
+ private:
+  std::vector<std::string> names_;
+  bool exclude_ = false;
+  bool exact_ = false;
+};
+
+// The interfaces to use, in a stable order (by name), one address each
+// (IPv4 preferred; IPv6 link-local addresses are skipped).
+absl::StatusOr<std::vector<Interface>> DiscoverInterfaces(const InterfaceSpec& spec);
+
+// TRIRACE_NET_IFNAME, else NCCL_SOCKET_IFNAME, else "".
+std::string InterfaceSpecText();
+
+}  // namespace trirace::net::tcp
+
+#endif  // TRIRACE_PLUGIN_TRANSPORT_TCP_INTERFACES_H_

@@ -1,0 +1,142 @@
+#include "plugin/transport/tcp/part_workers.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace trirace::net::tcp {
+namespace {
+
+constexpr int kSliceMs = 100;  // how often a blocked thread checks for stop / stall
+
+absl::Status SocketError(absl::string_view what, int err) {
+  if (err == EPIPE || err == ECONNRESET || err == ETIMEDOUT || err == ENOTCONN || err == ESHUTDOWN) {
+    return RemoteError(absl::StrCat(what, ": peer lost (", strerror(err), ")"));
+  }
+  return SystemError(what, err);
+}
+
+}  // namespace
+
+PartWorkers::PartWorkers(std::vector<int> fds, int nthreads, bool sending, int timeout_ms,
+                         FailureFn on_failure)
+    : fds_(std::move(fds)),
+      nthreads_(std::max(1, std::min<int>(nthreads, static_cast<int>(fds_.size())))),
+      sending_(sending),
+      timeout_ms_(timeout_ms),
+      on_failure_(std::move(on_failure)),
+      queues_(nthreads_) {}
+
+PartWorkers::~PartWorkers() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  stopping_.store(true);
+  cv_.notify_all();
+  if (!threads_.empty()) {
+    for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);  // unblocks a thread inside send/recv
+  }
+  for (std::thread& t : threads_) t.join();
+}
+
+absl::Status PartWorkers::Start() {
+  timeval slice{0, kSliceMs * 1000};
+  for (int fd : fds_) {
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof(slice)) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &slice, sizeof(slice)) != 0) {
+      return SystemError("configuring a data socket", errno);
+    }
+  }
+  try {
+    for (int t = 0; t < nthreads_; ++t) threads_.emplace_back(&PartWorkers::Run, this, t);
+  } catch (const std::system_error& e) {
+    stop_ = true;
+    return SystemError("starting a progress thread", e.code().value());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PartWorkers::Enqueue(int socket, PartTask task) {
+  if (socket < 0 || socket >= num_sockets()) {
+    return InternalError(absl::StrCat("part for data socket ", socket, " of ", num_sockets()));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return InternalError("part queued on a stopped comm");
+    if (threads_.empty()) TRIRACE_RETURN_IF_ERROR(Start());
+    queues_[socket % nthreads_].push_back(Queued{socket, task});
+  }
+  cv_.notify_all();
+  return absl::OkStatus();
+}
+
+void PartWorkers::Fail(absl::Status status) {
+  if (!failed_.exchange(true)) on_failure_(std::move(status));
+}
+
+absl::Status PartWorkers::MovePart(const Queued& q) {
+  const int fd = fds_[q.socket];
+  uint64_t done = 0;
+  int64_t last_progress = MonotonicNs();
+  while (done < q.task.len) {
+    uint64_t want = q.task.len - done;
+    ssize_t r = sending_ ? ::send(fd, q.task.ptr + done, want, MSG_NOSIGNAL)
+                         : ::recv(fd, q.task.ptr + done, want, MSG_WAITALL);
+    if (stopping_.load(std::memory_order_relaxed)) return absl::CancelledError("comm closed");
+    if (r > 0) {
+      done += static_cast<uint64_t>(r);
+      last_progress = MonotonicNs();
+      continue;
+    }
+    if (r == 0 && !sending_) {
+      return RemoteError(absl::StrCat("data socket ", q.socket + 1,
+                                      ": peer closed the connection mid-message"));
+    }
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      // A receive that stalls mid-part means the peer is dead or hung; a
+      // send may wait as long as the receiver takes to post its receive.
+      if (!sending_ && MonotonicNs() - last_progress > int64_t{timeout_ms_} * 1000000) {
+        return RemoteError(absl::StrCat("data socket ", q.socket + 1, ": no data for ", timeout_ms_,
+                                        " ms mid-message (TRIRACE_NET_TIMEOUT_MS): peer dead or hung"));
+      }
+      continue;
+    }
+    return SocketError(absl::StrCat(sending_ ? "send" : "recv", " on data socket ", q.socket + 1),
+                       r < 0 ? errno : EPIPE);
+  }
+  return absl::OkStatus();
+}
+
+void PartWorkers::Run(int thread_index) {
+  std::deque<Queued>& queue = queues_[thread_index];
+  while (true) {
+    Queued q;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !queue.empty(); });
+      if (stop_) return;
+      q = queue.front();
+    }
+    absl::Status st = MovePart(q);
+    if (!st.ok()) {
+      if (!absl::IsCancelled(st)) Fail(std::move(st));
+      return;
+    }
+    q.task.parts_left->fetch_sub(1, std::memory_order_release);
+    std::lock_guard<std::mutex> lock(mu_);
+    queue.pop_front();
+  }
+}
+
+}  // namespace trirace::net::tcp

@@ -1,0 +1,86 @@
+// Progress threads that move the parts of striped messages over a comm's
+// data sockets.
+//
+// Data socket i (0-based) belongs to thread i % nthreads. Each thread moves
+// its parts one after the other, in the order they were queued, with
+// blocking send/recv (MSG_WAITALL) on that part's socket: both ends queue
+// the parts of a message together and in socket order, in the order of the
+// frame headers on the control socket, so the two sides walk the same
+// sequence and cannot wait on each other in a cycle. Threads start on the
+// first queued part, so comms that only carry small messages cost no
+// threads. When a part is complete its counter is decremented with release
+// ordering; a caller that reads 0 with acquire ordering sees the bytes.
+//
+// The data sockets are switched to blocking mode with a short receive/send
+// timeout, so a thread notices a stop request or a stalled peer: a socket
+// error, an EOF, or (receive side) no byte for `timeout_ms` in the middle of
+// a part reports the status once through `on_failure` and stops the
+// threads. Destruction shuts the sockets down (unblocking the threads),
+// joins them and drops queued parts.
+//
+// Thread safety: Enqueue may be called from any thread.
+#ifndef TRIRACE_PLUGIN_TRANSPORT_TCP_PART_WORKERS_H_
+#define TRIRACE_PLUGIN_TRANSPORT_TCP_PART_WORKERS_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace trirace::net::tcp {
+
+struct PartTask {
+  char* ptr = nullptr;
+  uint64_t len = 0;
+  std::atomic<int>* parts_left = nullptr;  // decremented when the part is moved
+};
+
+class PartWorkers {
+ public:
+  using FailureFn = std::function<void(absl::Status)>;
+
+  // `fds` are the data sockets (borrowed: they must outlive this object).
+  PartWorkers(std::vector<int> fds, int nthreads, bool sending, int timeout_ms,
+              FailureFn on_failure);
+  ~PartWorkers();
+  PartWorkers(const PartWorkers&) = delete;
+  PartWorkers& operator=(const PartWorkers&) = delete;
+
+  // Queues a part on data socket `socket` (0-based).
+  absl::Status Enqueue(int socket, PartTask task);
+  int num_sockets() const { return static_cast<int>(fds_.size()); }
+
+ private:
+  struct Queued {
+    int socket;
+    PartTask task;
+  };
+  absl::Status Start();  // requires mu_
+  void Run(int thread_index);
+  absl::Status MovePart(const Queued& q);
+  void Fail(absl::Status status);
+
+  const std::vector<int> fds_;
+  const int nthreads_;
+  const bool sending_;
+  const int timeout_ms_;
+  FailureFn on_failure_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::deque<Queued>> queues_;  // per thread; guarded by mu_
+  std::vector<std::thread> threads_;
+  bool stop_ = false;                       // guarded by mu_
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> failed_{false};
+};
+
+}  // namespace trirace::net::tcp
+
+#endif  // TRIRACE_PLUGIN_TRANSPORT_TCP_PART_WORKERS_H_

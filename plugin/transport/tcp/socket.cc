@@ -1,0 +1,125 @@
+#include "plugin/transport/tcp/socket.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/ip.h>
+#include <netinet/tcp.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status.h"
+
+namespace trirace::net::tcp {
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
+  if (this != &other) reset(other.release());
+  return *this;
+}
+
+void UniqueFd::reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+socklen_t SockAddr::length() const {
+  return u.sa.sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+}
+
+uint16_t SockAddr::port() const {
+  return ntohs(u.sa.sa_family == AF_INET6 ? u.in6.sin6_port : u.in4.sin_port);
+}
+
+bool SockAddr::IsLoopback() const {
+  if (u.sa.sa_family == AF_INET) return (ntohl(u.in4.sin_addr.s_addr) >> 24) == 127;
+  if (u.sa.sa_family == AF_INET6) return IN6_IS_ADDR_LOOPBACK(&u.in6.sin6_addr);
+  return false;
+}
+
+std::string SockAddr::ToString() const {
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (u.sa.sa_family == AF_INET) {
+    inet_ntop(AF_INET, &u.in4.sin_addr, text, sizeof(text));
+    return absl::StrCat(text, ":", port());
+  }
+  if (u.sa.sa_family == AF_INET6) {
+    inet_ntop(AF_INET6, &u.in6.sin6_addr, text, sizeof(text));
+    return absl::StrCat("[", text, "]:", port());
+  }
+  return absl::StrCat("<family ", u.sa.sa_family, ">");
+}
+
+absl::Status SetNonBlocking(int fd) {
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+    return SystemError("fcntl(O_NONBLOCK)", errno);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<UniqueFd> NewTcpSocket(const SockAddr& addr) {
+  int family = addr.u.sa.sa_family;
+  if (family != AF_INET && family != AF_INET6) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("socket address family ", family, " is not AF_INET or AF_INET6"));
+  }
+  UniqueFd fd(::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP));
+  if (!fd.valid()) return SystemError("socket(SOCK_STREAM)", errno);
+  return fd;
+}
+
+absl::StatusOr<UniqueFd> ListenOn(const SockAddr& addr, SockAddr* bound) {
+  auto fd = NewTcpSocket(addr);
+  if (!fd.ok()) return fd.status();
+  int one = 1;
+  setsockopt(fd->get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (::bind(fd->get(), &addr.u.sa, addr.length()) != 0) {
+    return SystemError(absl::StrCat("bind(", addr.ToString(), ")"), errno);
+  }
+  if (::listen(fd->get(), SOMAXCONN) != 0) return SystemError("listen", errno);
+  *bound = SockAddr{};
+  socklen_t len = sizeof(bound->u);
+  if (getsockname(fd->get(), &bound->u.sa, &len) != 0) return SystemError("getsockname", errno);
+  return std::move(*fd);
+}
+
+int PriorityForTrafficClass(int traffic_class) { return (traffic_class >> 5) & 7; }
+
+absl::Status ConfigureDataSocket(int fd, const SocketOptions& options) {
+  int one = 1;
+  if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0) {
+    return SystemError("setsockopt(TCP_NODELAY)", errno);
+  }
+  if (options.timeout_ms > 0) {
+    // Unacknowledged data to a vanished host fails after the timeout; an
+    // alive receiver that merely stops reading keeps ACKing and is not hit.
+    unsigned int user_timeout = static_cast<unsigned int>(options.timeout_ms);
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
+    int idle = std::max(1, options.timeout_ms / 3000);
+    int interval = idle;
+    int count = 3;
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+  }
+  if (options.traffic_class >= 0) {
+    int tos = options.traffic_class & 0xff;
+    int priority = PriorityForTrafficClass(options.traffic_class);
+    sockaddr_storage local{};
+    socklen_t len = sizeof(local);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len);
+    int rc = local.ss_family == AF_INET6
+                 ? setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos))
+                 : setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+    if (rc != 0 || setsockopt(fd, SOL_SOCKET, SO_PRIORITY, &priority, sizeof(priority)) != 0) {
+      TRIRACE_WARN_ONCE(NET, "trafficClass %d: could not set IP TOS %d / SO_PRIORITY %d: %s",
+                        options.traffic_class, tos, priority, strerror(errno));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace trirace::net::tcp

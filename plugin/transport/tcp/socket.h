@@ -1,0 +1,85 @@
+// Socket helpers for the TCP transport: an owning fd, socket addresses that
+// fit in a connection handle, and the option set every data socket gets.
+//
+// Thread safety: UniqueFd is a value type (one owner); the free functions are
+// thread-safe.
+#ifndef TRIRACE_PLUGIN_TRANSPORT_TCP_SOCKET_H_
+#define TRIRACE_PLUGIN_TRANSPORT_TCP_SOCKET_H_
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace trirace::net::tcp {
+
+// Owns one file descriptor; closes it on destruction.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+// An IPv4 or IPv6 socket address in a fixed-size, trivially copyable form
+// (it travels inside the NCCL connection handle).
+struct SockAddr {
+  union {
+    sockaddr sa;
+    sockaddr_in in4;
+    sockaddr_in6 in6;
+  } u;
+
+  socklen_t length() const;
+  uint16_t port() const;
+  bool IsLoopback() const;
+  std::string ToString() const;  // "1.2.3.4:5" or "[::1]:5"
+};
+static_assert(sizeof(SockAddr) == 28, "SockAddr is part of the handle layout");
+
+// Traffic-class settings applied to every socket of a comm.
+struct SocketOptions {
+  int traffic_class = -1;  // -1: leave the kernel defaults
+  int timeout_ms = 0;      // TCP_USER_TIMEOUT and keepalive; 0: kernel defaults
+};
+
+// A non-blocking TCP socket of `addr`'s family with CLOEXEC.
+absl::StatusOr<UniqueFd> NewTcpSocket(const SockAddr& addr);
+// A listening socket bound to `addr` (port 0 picks one); `bound` receives
+// the address actually bound.
+absl::StatusOr<UniqueFd> ListenOn(const SockAddr& addr, SockAddr* bound);
+// TCP_NODELAY, keepalive/user timeout and the traffic class. A failure to
+// set the priority/TOS (e.g. missing CAP_NET_ADMIN for priority > 6) is
+// reported once as a warning, not an error.
+absl::Status ConfigureDataSocket(int fd, const SocketOptions& options);
+// Sets O_NONBLOCK.
+absl::Status SetNonBlocking(int fd);
+
+// The socket priority and IP TOS byte for a trafficClass value (0..255):
+// TOS = trafficClass, priority = trafficClass >> 5 (the IP precedence).
+int PriorityForTrafficClass(int traffic_class);
+
+}  // namespace trirace::net::tcp
+
+#endif  // TRIRACE_PLUGIN_TRANSPORT_TCP_SOCKET_H_

@@ -1,0 +1,35 @@
+// A connected send/receive comm pair between the two ranks of RunRanks:
+// rank 0 listens and receives, rank 1 connects and sends, exactly as NCCL
+// sets up a net connection (handle exchanged out of band).
+#ifndef TRIRACE_TESTS_PLUGIN_NET_PAIR_H_
+#define TRIRACE_TESTS_PLUGIN_NET_PAIR_H_
+
+#include <memory>
+#include <string>
+
+#include "plugin/net_harness.h"
+
+namespace net_test {
+
+struct Pair {
+  std::unique_ptr<NetPlugin> net;
+  int dev = 0;
+  void* listen_comm = nullptr;  // rank 0
+  void* recv_comm = nullptr;    // rank 0
+  void* send_comm = nullptr;    // rank 1
+  bool ok = false;
+
+  // Loads `path` with table `version`, inits and connects. Failures are
+  // reported as gtest failures (ok stays false).
+  static Pair Connect(const std::string& path, int version, int rank, Channel& peer,
+                      int traffic_class = -1);
+  // Closes whatever is open.
+  void Close();
+};
+
+// Environment every test rank gets: loopback only, a private job id.
+Env BaseEnv(const std::string& tag);
+
+}  // namespace net_test
+
+#endif  // TRIRACE_TESTS_PLUGIN_NET_PAIR_H_

@@ -1,0 +1,259 @@
+// The occupancy segment: what the plugin publishes, what readers see.
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "plugin/net_harness.h"
+#include "plugin/net_pair.h"
+#include "plugin/occupancy/publisher.h"
+#include "plugin/occupancy/segment.h"
+#include "support/subprocess.h"
+#include "trirace/occupancy.h"
+#include "trirace/trirace.h"
+
+namespace net_test {
+namespace {
+
+using trirace::occupancy::OccupancyPublisher;
+
+// Polls the segment of `job` until `pred(snapshot)` holds (bounded).
+bool WaitForSnapshot(const std::string& job, const std::function<bool(const trirace_occ_snapshot_t&)>& pred,
+                     trirace_occ_snapshot_t* last, int timeout_ms = 20000) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    trirace_occ_reader_t* r = nullptr;
+    if (trirace_occ_open(job.c_str(), &r) == 0) {
+      int rc = trirace_occ_read(r, last);
+      trirace_occ_close(r);
+      if (rc == 0 && pred(*last)) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // publisher period is 1 ms
+  }
+  return false;
+}
+
+const trirace_occ_nic_summary_t* FindNic(const trirace_occ_snapshot_t& s, const char* name) {
+  for (uint32_t i = 0; i < s.num_nics; ++i) {
+    if (std::strcmp(s.nics[i].name, name) == 0) return &s.nics[i];
+  }
+  return nullptr;
+}
+
+std::string ShmName(const std::string& job) {
+  char name[128];
+  EXPECT_EQ(trirace_occ_segment_name(job.c_str(), name, sizeof(name)), 0);
+  return name;
+}
+
+TEST(NetPluginOccupancySegment, NameAndMissingSegment) {
+  char name[128];
+  ASSERT_EQ(trirace_occ_segment_name("job 7/x", name, sizeof(name)), 0);
+  EXPECT_EQ(std::string(name), "/trirace-" + std::to_string(geteuid()) + "-job_7_x");
+  EXPECT_EQ(trirace_occ_segment_name("job", name, 4), ENOSPC);
+  trirace_occ_reader_t* r = reinterpret_cast<trirace_occ_reader_t*>(1);
+  EXPECT_EQ(trirace_occ_open(UniqueJobId("missing").c_str(), &r), ENOENT);
+  EXPECT_EQ(r, nullptr);
+  EXPECT_EQ(trirace_occ_open_name("no-slash", &r), EINVAL);
+  trirace_occ_close(nullptr);
+}
+
+TEST(NetPluginOccupancyPublisher, PublishesCountersAndFreesTheSlot) {
+  std::string job = UniqueJobId("pub");
+  {
+    OccupancyPublisher pub;
+    ASSERT_TRUE(pub.Start({{"eth9", 25000}, {"lo", 10000}}, ShmName(job), 500).ok());
+    ASSERT_TRUE(pub.publishing());
+    pub.SendPosted(0, TRIRACE_CLASS_DENSE, 1000);
+    pub.RecvPosted(1, TRIRACE_CLASS_P2P, 4096);
+    pub.RecvCompleted(1, TRIRACE_CLASS_P2P, 4096, 300);
+    trirace_occ_snapshot_t s;
+    ASSERT_TRUE(WaitForSnapshot(job, [](const trirace_occ_snapshot_t& s) {
+      const auto* eth = FindNic(s, "eth9");
+      return eth && eth->cls[TRIRACE_CLASS_DENSE].send_posted_bytes == 1000;
+    }, &s));
+    EXPECT_EQ(s.num_procs, 1u);
+    const auto* eth = FindNic(s, "eth9");
+    EXPECT_EQ(eth->speed_mbps, 25000u);
+    EXPECT_EQ(eth->total.send_inflight_bytes, 1000u);
+    EXPECT_EQ(eth->total.send_inflight_reqs, 1u);
+    const auto* lo = FindNic(s, "lo");
+    ASSERT_NE(lo, nullptr);
+    EXPECT_EQ(lo->cls[TRIRACE_CLASS_P2P].recv_completed_bytes, 300u);
+    EXPECT_EQ(lo->total.recv_inflight_bytes, 0u);
+    EXPECT_EQ(lo->total.recv_inflight_reqs, 0u);
+    trirace_occ_reader_t* r = nullptr;
+    ASSERT_EQ(trirace_occ_open(job.c_str(), &r), 0);
+    trirace_occ_proc_t proc;
+    int found = 0;
+    for (uint32_t i = 0; i < TRIRACE_OCC_MAX_PROCS; ++i) {
+      if (trirace_occ_read_proc(r, i, &proc) == 0) {
+        ++found;
+        EXPECT_EQ(proc.owner_pid, getpid());
+        EXPECT_EQ(proc.num_nics, 2u);
+      }
+    }
+    EXPECT_EQ(found, 1);
+    trirace_occ_close(r);
+  }
+  trirace_occ_snapshot_t s;
+  EXPECT_TRUE(WaitForSnapshot(job, [](const trirace_occ_snapshot_t& s) { return s.num_procs == 0; }, &s));
+  shm_unlink(ShmName(job).c_str());
+}
+
+TEST(NetPluginOccupancyPublisher, ReadersNeverSeeTornRecords) {
+  std::string job = UniqueJobId("torn");
+  OccupancyPublisher pub;
+  ASSERT_TRUE(pub.Start({{"lo", 10000}}, ShmName(job), 100).ok());
+  std::atomic<bool> stop{false};
+  // Every step posts and completes the same amount, so a consistent copy
+  // has completed == posted - inflight for the same publish.
+  std::thread writer([&] {
+    while (!stop.load()) {
+      pub.SendPosted(0, 0, 64);
+      pub.SendCompleted(0, 0, 64, 64);
+    }
+  });
+  trirace_occ_reader_t* r = nullptr;
+  for (int i = 0; i < 2000 && r == nullptr; ++i) {
+    if (trirace_occ_open(job.c_str(), &r) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_NE(r, nullptr);
+  uint64_t last = 0;
+  for (int i = 0; i < 3000; ++i) {
+    trirace_occ_snapshot_t s;
+    ASSERT_EQ(trirace_occ_read(r, &s), 0);
+    ASSERT_EQ(s.num_nics, 1u);
+    const trirace_occ_counters_t& c = s.nics[0].total;
+    ASSERT_GE(c.send_posted_bytes, c.send_completed_bytes);
+    ASSERT_LE(c.send_posted_bytes - c.send_completed_bytes, 64u);
+    ASSERT_GE(c.send_completed_bytes, last) << "counters went backwards";
+    last = c.send_completed_bytes;
+  }
+  stop = true;
+  writer.join();
+  trirace_occ_close(r);
+  pub.Stop();
+  shm_unlink(ShmName(job).c_str());
+}
+
+TEST(NetPluginNetTop, OnceShowsThroughputInFlightAndClassShare) {
+  std::string job = UniqueJobId("nettop");
+  OccupancyPublisher pub;
+  ASSERT_TRUE(pub.Start({{"eth7", 100000}}, ShmName(job), 200).ok());
+  pub.SendPosted(0, TRIRACE_CLASS_P2P, 5000);  // stays in flight
+  std::atomic<bool> stop{false};
+  std::thread traffic([&] {  // DENSE bytes while net-top samples
+    while (!stop.load()) {
+      pub.SendPosted(0, TRIRACE_CLASS_DENSE, 1 << 20);
+      pub.SendCompleted(0, TRIRACE_CLASS_DENSE, 1 << 20, 1 << 20);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  auto r = testing_support::RunProcess({TRIRACE_EXE, "net-top", "--once", "--interval=0.3", "--job=" + job});
+  stop = true;
+  traffic.join();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("eth7"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 process(es)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4.9 KiB"), std::string::npos) << "in-flight bytes\n" << r.out;
+  EXPECT_NE(r.out.find("0%/0%/100%/0%"), std::string::npos) << "all DENSE\n" << r.out;
+  pub.Stop();
+  shm_unlink(ShmName(job).c_str());
+
+  auto missing = testing_support::RunProcess({TRIRACE_EXE, "net-top", "--once", "--job=" + UniqueJobId("none")});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("cannot open"), std::string::npos) << missing.err;
+  auto bad = testing_support::RunProcess({TRIRACE_EXE, "net-top", "--interval=0"});
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
+class OccupancyAcrossProcesses : public testing::TestWithParam<bool> {};
+
+// Two ranks (sender, receiver) of one job; the test process, a third
+// process, reads the segment; then rank 0 is killed and its entry goes.
+TEST_P(OccupancyAcrossProcesses, CountersMatchBytesMovedAndDeadEntriesGo) {
+  const bool wrapped = GetParam();
+  std::string job = UniqueJobId(wrapped ? "occwrap" : "occ");
+  Env env = BaseEnv("occ");
+  for (auto& kv : env) {
+    if (kv.first == "TRIRACE_JOB_ID") kv.second = job;
+  }
+  if (wrapped) env.push_back({"TRIRACE_NET_INNER", InnerPluginPath()});
+  const std::vector<size_t> sizes = {1000, 1 << 20, 4 << 20, 7};
+  uint64_t total = 0;
+  for (size_t s : sizes) total += s;
+  const uint32_t dense = 1u << TRIRACE_NCCL_FUNC_ALLREDUCE;
+
+  auto codes = RunRanks(
+      env,
+      [&](int rank, Channel& peer, Channel& parent) {
+        Pair p = Pair::Connect(PluginPath(), 11, rank, peer);
+        ASSERT_TRUE(p.ok);
+        ASSERT_EQ(p.net->SetNetAttrOp(dense), ncclSuccess);
+        std::vector<char> buf(4 << 20);
+        for (size_t s : sizes) {
+          void* req = nullptr;
+          void* data = buf.data();
+          size_t size = s;
+          int tag = 0;
+          while (req == nullptr) {
+            ASSERT_EQ(rank == 1 ? p.net->Isend(p.send_comm, data, s, 0, nullptr, &req)
+                                : p.net->Irecv(p.recv_comm, 1, &data, &size, &tag, nullptr, &req),
+                      ncclSuccess);
+          }
+          ASSERT_EQ(p.net->Wait(req), ncclSuccess);
+        }
+        // Each rank sees the other's bytes in the shared segment.
+        trirace_occ_snapshot_t s;
+        EXPECT_TRUE(WaitForSnapshot(job, [&](const trirace_occ_snapshot_t& s) {
+          const auto* lo = FindNic(s, "lo");
+          return lo && lo->total.send_completed_bytes == total && lo->total.recv_completed_bytes == total;
+        }, &s)) << "rank " << rank << " does not see both directions";
+        ASSERT_TRUE(parent.SendU64(1));
+        parent.RecvU64(90000);  // stay alive until the parent is done
+        p.Close();
+      },
+      [&](const std::vector<pid_t>& pids, std::vector<Channel*>& ch) {
+        ASSERT_EQ(ch[0]->RecvU64(90000), 1u);
+        ASSERT_EQ(ch[1]->RecvU64(90000), 1u);
+        trirace_occ_snapshot_t s;
+        ASSERT_TRUE(WaitForSnapshot(job, [&](const trirace_occ_snapshot_t& s) {
+          const auto* lo = FindNic(s, "lo");
+          return s.num_procs == 2 && lo && lo->total.send_completed_bytes == total &&
+                 lo->total.recv_completed_bytes == total;
+        }, &s));
+        const auto* lo = FindNic(s, "lo");
+        EXPECT_EQ(lo->num_procs, 2u);
+        EXPECT_EQ(lo->cls[TRIRACE_CLASS_DENSE].send_posted_bytes, total) << "attributed to DENSE";
+        EXPECT_EQ(lo->cls[TRIRACE_CLASS_DENSE].send_completed_bytes, total);
+        EXPECT_EQ(lo->cls[TRIRACE_CLASS_DENSE].recv_completed_bytes, total);
+        EXPECT_EQ(lo->total.send_inflight_bytes, 0u);
+        EXPECT_EQ(lo->total.recv_inflight_reqs, 0u);
+        EXPECT_EQ(lo->cls[0].send_completed_bytes, 0u);
+        kill(pids[0], SIGKILL);  // the receiver dies without cleaning up
+        EXPECT_TRUE(WaitForSnapshot(job, [&](const trirace_occ_snapshot_t& s) {
+          const auto* lo = FindNic(s, "lo");
+          return s.num_procs == 1 && lo && lo->total.recv_completed_bytes == 0 &&
+                 lo->total.send_completed_bytes == total;
+        }, &s)) << "the killed process's entry is still counted";
+        ch[1]->SendU64(2);
+      });
+  ASSERT_EQ(codes.size(), 2u);
+  EXPECT_EQ(codes[0], 128 + SIGKILL);
+  EXPECT_EQ(codes[1], 0);
+  shm_unlink(ShmName(job).c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(NetPlugin, OccupancyAcrossProcesses, testing::Values(false, true),
+                         [](const testing::TestParamInfo<bool>& i) { return i.param ? "Wrapped" : "Tcp"; });
+
+}  // namespace
+}  // namespace net_test

@@ -1,0 +1,114 @@
+// Unit tests of TCP transport pieces that need no peer: interface
+// selection, handle and hello checksums, stripe layout, traffic classes.
+#include <cstring>
+
+#include "gtest/gtest.h"
+#include "plugin/core/traffic_class.h"
+#include "plugin/transport/tcp/interfaces.h"
+#include "plugin/transport/tcp/socket.h"
+#include "plugin/transport/tcp/wire.h"
+#include "trirace/trirace.h"
+
+namespace trirace::net::tcp {
+namespace {
+
+TEST(NetPluginInterfaceSpec, PrefixExcludeAndExact) {
+  InterfaceSpec prefix = InterfaceSpec::Parse("eth,ib");
+  EXPECT_TRUE(prefix.Matches("eth0"));
+  EXPECT_TRUE(prefix.Matches("ib1"));
+  EXPECT_FALSE(prefix.Matches("lo"));
+  EXPECT_FALSE(prefix.NamesLoopback());
+
+  InterfaceSpec exclude = InterfaceSpec::Parse("^docker,lo");
+  EXPECT_FALSE(exclude.Matches("docker0"));
+  EXPECT_FALSE(exclude.Matches("lo"));
+  EXPECT_TRUE(exclude.Matches("eth0"));
+  EXPECT_FALSE(exclude.NamesLoopback());
+
+  InterfaceSpec exact = InterfaceSpec::Parse("=eth0");
+  EXPECT_TRUE(exact.Matches("eth0"));
+  EXPECT_FALSE(exact.Matches("eth01"));
+
+  InterfaceSpec exact_exclude = InterfaceSpec::Parse("^=eth0");
+  EXPECT_FALSE(exact_exclude.Matches("eth0"));
+  EXPECT_TRUE(exact_exclude.Matches("eth01"));
+
+  EXPECT_TRUE(InterfaceSpec::Parse("lo").NamesLoopback());
+  EXPECT_TRUE(InterfaceSpec::Parse("=lo").NamesLoopback());
+  EXPECT_TRUE(InterfaceSpec::Parse("").empty());
+}
+
+TEST(NetPluginInterfaces, LoopbackWhenAskedFor) {
+  auto found = DiscoverInterfaces(InterfaceSpec::Parse("=lo"));
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_EQ((*found)[0].name, "lo");
+  EXPECT_TRUE((*found)[0].loopback);
+  EXPECT_TRUE((*found)[0].addr.IsLoopback());
+  EXPECT_GT((*found)[0].speed_mbps, 0);
+}
+
+TEST(NetPluginInterfaces, NeverEmptyWithoutSpec) {
+  auto found = DiscoverInterfaces(InterfaceSpec::Parse(""));
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_FALSE(found->empty()) << "loopback is the fallback";
+  for (const Interface& itf : *found) {
+    EXPECT_FALSE(itf.name.rfind("docker", 0) == 0) << itf.name;
+  }
+}
+
+TEST(NetPluginWire, ChecksumsCoverEveryField) {
+  ConnectHandle h{};
+  h.magic = kHandleMagic;
+  h.version = kWireVersion;
+  h.token = 1234;
+  h.checksum = HandleChecksum(h);
+  ConnectHandle changed = h;
+  changed.token ^= 1;
+  EXPECT_NE(HandleChecksum(changed), h.checksum);
+  changed = h;
+  changed.stage = 99;  // connect's progress is not covered
+  EXPECT_EQ(HandleChecksum(changed), h.checksum);
+
+  Hello hello{kHelloMagic, kWireVersion, 1, 4, 0, 0, 5, 6, 7};
+  uint32_t sum = HelloChecksum(hello);
+  hello.checksum = sum;
+  EXPECT_EQ(HelloChecksum(hello), sum) << "the checksum field itself is excluded";
+  hello.conn_id = 8;
+  EXPECT_NE(HelloChecksum(hello), sum);
+}
+
+TEST(NetPluginWire, PartsCoverTheMessageExactly) {
+  for (uint64_t size : {uint64_t{65536}, uint64_t{1000003}, uint64_t{64} << 20}) {
+    for (uint32_t nparts = 1; nparts <= 16; ++nparts) {
+      uint64_t next = 0;
+      for (uint32_t k = 0; k < nparts; ++k) {
+        uint64_t offset, len;
+        PartRange(size, nparts, k, &offset, &len);
+        EXPECT_EQ(offset, next);
+        next = offset + len;
+      }
+      EXPECT_EQ(next, size);
+    }
+  }
+}
+
+TEST(NetPluginTrafficClass, PriorityIsThePrecedenceBits) {
+  EXPECT_EQ(PriorityForTrafficClass(0), 0);
+  EXPECT_EQ(PriorityForTrafficClass(0xb8), 5);  // DSCP EF (46) << 2
+  EXPECT_EQ(PriorityForTrafficClass(255), 7);
+}
+
+TEST(NetPluginClasses, OpMasksMapToTrafficClasses) {
+  EXPECT_EQ(ClassForOpMask(1u << TRIRACE_NCCL_FUNC_SEND), TRIRACE_CLASS_P2P);
+  EXPECT_EQ(ClassForOpMask(1u << TRIRACE_NCCL_FUNC_RECV), TRIRACE_CLASS_P2P);
+  EXPECT_EQ(ClassForOpMask(1u << TRIRACE_NCCL_FUNC_ALLGATHER), TRIRACE_CLASS_SPARSE);
+  EXPECT_EQ(ClassForOpMask(1u << TRIRACE_NCCL_FUNC_ALLTOALL), TRIRACE_CLASS_SPARSE);
+  EXPECT_EQ(ClassForOpMask(1u << TRIRACE_NCCL_FUNC_ALLREDUCE), TRIRACE_CLASS_DENSE);
+  EXPECT_EQ(ClassForOpMask(1u << TRIRACE_NCCL_FUNC_REDUCESCATTER), TRIRACE_CLASS_DENSE);
+  EXPECT_EQ(ClassForOpMask(static_cast<uint32_t>(NCCL_NET_ATTR_UNDEF)), 0);
+  EXPECT_EQ(ClassForOpMask(0), 0);
+}
+
+}  // namespace
+}  // namespace trirace::net::tcp

@@ -1,0 +1,172 @@
+// trirace net-top: a live view of the host's occupancy segment (what the
+// TriRace net plugin publishes, include/trirace/occupancy.h): per NIC the
+// send/receive throughput, bytes and requests in flight, and each traffic
+// class's share of the bytes moved in the last interval.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
+#include "commands.h"
+#include "trirace/occupancy.h"
+
+namespace trirace::tools {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void OnSignal(int) { g_stop.store(true); }
+
+std::string Bytes(double v) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return absl::StrFormat(u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+}
+
+uint64_t Delta(uint64_t now, uint64_t before) { return now >= before ? now - before : 0; }
+
+const trirace_occ_nic_summary_t* Find(const trirace_occ_snapshot_t& s, const char* name) {
+  for (uint32_t i = 0; i < s.num_nics; ++i) {
+    if (std::strcmp(s.nics[i].name, name) == 0) return &s.nics[i];
+  }
+  return nullptr;
+}
+
+void PrintTable(const std::string& segment, const trirace_occ_snapshot_t& before,
+                const trirace_occ_snapshot_t& now) {
+  double dt = static_cast<double>(now.time_ns - before.time_ns) / 1e9;
+  if (dt <= 0) dt = 1e-9;
+  std::printf("occupancy %s: %u process(es), interval %.2f s\n", segment.c_str(), now.num_procs, dt);
+  std::printf("%-12s %9s %12s %12s %7s %12s %12s %9s  %s\n", "NIC", "Mbps", "send/s", "recv/s", "util",
+              "inflight tx", "inflight rx", "reqs", "share P2P/SPARSE/DENSE/other");
+  for (uint32_t i = 0; i < now.num_nics; ++i) {
+    const trirace_occ_nic_summary_t& n = now.nics[i];
+    const trirace_occ_nic_summary_t* b = Find(before, n.name);
+    trirace_occ_nic_summary_t zero{};
+    if (b == nullptr) b = &zero;
+    double tx = Delta(n.total.send_completed_bytes, b->total.send_completed_bytes) / dt;
+    double rx = Delta(n.total.recv_completed_bytes, b->total.recv_completed_bytes) / dt;
+    double util = n.speed_mbps > 0 ? 100.0 * std::max(tx, rx) * 8 / (n.speed_mbps * 1e6) : 0;
+    uint64_t moved[TRIRACE_OCC_NUM_CLASSES];
+    uint64_t all = 0;
+    for (int c = 0; c < TRIRACE_OCC_NUM_CLASSES; ++c) {
+      moved[c] = Delta(n.cls[c].send_completed_bytes, b->cls[c].send_completed_bytes) +
+                 Delta(n.cls[c].recv_completed_bytes, b->cls[c].recv_completed_bytes);
+      all += moved[c];
+    }
+    std::string share = "-";
+    if (all > 0) {
+      auto pct = [&](int c) { return 100.0 * static_cast<double>(moved[c]) / static_cast<double>(all); };
+      share = absl::StrFormat("%.0f%%/%.0f%%/%.0f%%/%.0f%%", pct(1), pct(2), pct(3), pct(0));
+    }
+    std::printf("%-12s %9u %12s %12s %6.1f%% %12s %12s %9s  %s\n", n.name, n.speed_mbps,
+                Bytes(tx).c_str(), Bytes(rx).c_str(), util, Bytes(n.total.send_inflight_bytes).c_str(),
+                Bytes(n.total.recv_inflight_bytes).c_str(),
+                absl::StrFormat("%u/%u", static_cast<unsigned>(n.total.send_inflight_reqs),
+                                static_cast<unsigned>(n.total.recv_inflight_reqs)).c_str(),
+                share.c_str());
+  }
+  if (now.num_nics == 0) std::printf("(no NIC published yet)\n");
+  std::fflush(stdout);
+}
+
+int Read(trirace_occ_reader_t* r, trirace_occ_snapshot_t* s, const std::string& segment) {
+  int rc = trirace_occ_read(r, s);
+  if (rc != 0) std::fprintf(stderr, "trirace net-top: reading %s: %s\n", segment.c_str(), std::strerror(rc));
+  return rc;
+}
+
+void Sleep(double seconds) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!g_stop.load() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace
+
+int NetTopCommand(Args args) {
+  std::string job;
+  bool once = false;
+  double interval = 1.0;
+  for (const char* arg : args) {
+    absl::string_view a = arg;
+    if (IsHelp(a)) {
+      std::printf(
+          "usage: trirace net-top [--job=ID] [--once] [--interval=SECONDS]\n\n"
+          "Shows the network occupancy the TriRace net plugin publishes on this host\n"
+          "(shared memory /trirace-<uid>-<job>): per NIC the send and receive throughput over\n"
+          "the last interval, utilisation of the link speed, bytes and requests in flight, and\n"
+          "the share of P2P / SPARSE / DENSE / unclassified traffic. Refreshes every interval\n"
+          "(default 1 s) until interrupted; --once prints one table (two samples one interval\n"
+          "apart) and exits. The job defaults to TRIRACE_JOB_ID, else the launcher's job id,\n"
+          "else 'default'.\n");
+      return 0;
+    }
+    if (absl::ConsumePrefix(&a, "--job=")) {
+      job = std::string(a);
+    } else if (a == "--once") {
+      once = true;
+    } else if (absl::ConsumePrefix(&a, "--interval=")) {
+      if (!absl::SimpleAtod(a, &interval) || interval < 0.05 || interval > 3600) {
+        std::fprintf(stderr, "trirace net-top: --interval=%s: expected seconds in [0.05, 3600]\n",
+                     std::string(a).c_str());
+        return kExitUsage;
+      }
+    } else {
+      std::fprintf(stderr, "trirace net-top: unexpected argument \"%s\" (see --help)\n", arg);
+      return kExitUsage;
+    }
+  }
+  char name[256];
+  if (trirace_occ_segment_name(job.c_str(), name, sizeof(name)) != 0) {
+    std::fprintf(stderr, "trirace net-top: --job=%s is too long\n", job.c_str());
+    return kExitUsage;
+  }
+  const std::string segment = name;
+  signal(SIGINT, OnSignal);
+  signal(SIGTERM, OnSignal);
+  trirace_occ_reader_t* reader = nullptr;
+  int rc = trirace_occ_open_name(name, &reader);
+  while (rc == ENOENT && !once && !g_stop.load()) {
+    std::printf("\033[H\033[2Jwaiting for %s (no job using the TriRace net plugin yet)\n", name);
+    std::fflush(stdout);
+    Sleep(interval);
+    rc = trirace_occ_open_name(name, &reader);
+  }
+  if (rc != 0) {
+    if (g_stop.load()) return 0;
+    std::fprintf(stderr, "trirace net-top: cannot open %s: %s%s\n", name, std::strerror(rc),
+                 rc == ENOENT ? " (is a job using the TriRace net plugin on this host? see --job)" : "");
+    return 1;
+  }
+  const bool tty = isatty(STDOUT_FILENO);
+  trirace_occ_snapshot_t before, now;
+  rc = Read(reader, &before, segment);
+  while (rc == 0 && !g_stop.load()) {
+    Sleep(interval);
+    if ((rc = Read(reader, &now, segment)) != 0) break;
+    if (tty && !once) std::printf("\033[H\033[2J");
+    PrintTable(segment, before, now);
+    if (once) break;
+    before = now;
+  }
+  trirace_occ_close(reader);
+  return rc == 0 ? 0 : 1;
+}
+
+}  // namespace trirace::tools
