@@ -1,0 +1,211 @@
+// hostccl_busbw: bus bandwidth of hostccl's AllReduce and AllGather (the
+// nccl-tests definitions: algbw = S / t; busbw = algbw * 2(n-1)/n for
+// AllReduce and * (n-1)/n for AllGather, S = the buffer size) for
+// 1 MiB .. 256 MiB at 2 and 4 ranks, printed next to the raw point-to-point
+// throughput of the net plugin measured first in the same run (two ranks,
+// one direction, messages of TRIRACE_HOSTCCL_SLICE_BYTES, the same depth
+// the collectives use). Ranks are processes on this host (loopback). Times
+// are the best of several runs (each collective timed with a barrier after
+// it), since the host is usually shared.
+//
+//   hostccl_busbw [--max-mib 256] [--ranks 2,4]
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <hostccl/stream.h>
+#include <nccl.h>
+
+#include "common/clock.h"
+#include "common/params.h"
+#include "hostccl/src/bootstrap.h"
+#include "hostccl/src/net_plugin.h"
+#include "hostccl/src/net_transport.h"
+
+extern char** environ;
+
+namespace {
+
+using trirace::hostccl::NetPlugin;
+using trirace::hostccl::NetTransport;
+
+std::string ToHex(const ncclUniqueId& id) {
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : id.internal) s += {d[c >> 4], d[c & 15]};
+  return s;
+}
+ncclUniqueId FromHex(const std::string& s) {
+  ncclUniqueId id{};
+  for (size_t i = 0; i < sizeof(id.internal); ++i) id.internal[i] = static_cast<char>(std::stoi(s.substr(2 * i, 2), nullptr, 16));
+  return id;
+}
+double Now() { return trirace::MonotonicNs() * 1e-9; }
+
+// Raw plugin throughput, rank 0 -> rank 1; rank 1 writes GB/s to `out`.
+int P2pRank(int rank, const ncclUniqueId& id, const std::string& out) {
+  auto plugin = NetPlugin::Get();
+  if (!plugin.ok()) return std::fprintf(stderr, "%s\n", std::string(plugin.status().message()).c_str()), 1;
+  auto t = NetTransport::Create(*plugin, rank, 2, trirace::hostccl::UniqueIdHash(id), -1);
+  if (!t.ok()) return 1;
+  auto all = trirace::hostccl::Rendezvous(id, rank, 2, (*t)->ListenHandles(), nullptr);
+  std::atomic<bool> abort{false};
+  if (!all.ok() || !(*t)->ConnectAll(*all, trirace::MonotonicNs() + 30'000'000'000, abort).ok()) return 1;
+  const size_t msg = std::min<size_t>(trirace::ParamInt(trirace::ParamId::kHostcclSliceBytes), (*t)->MaxMessageBytes());
+  const int depth = static_cast<int>(trirace::ParamInt(trirace::ParamId::kHostcclPipelineDepth));
+  const size_t total = size_t{256} << 20;
+  std::vector<char> buf(msg * depth, 1);
+  auto region = (*t)->Register(buf.data(), buf.size());
+  if (!region.ok()) return 1;
+  double best = 1e30;
+  for (int run = 0; run < 4; ++run) {  // best of 4: the host is shared
+    std::deque<void*> posted;
+    size_t issued = 0, done = 0;
+    double t0 = Now();
+    while (done < total) {
+      while (issued < total && static_cast<int>(posted.size()) < depth) {
+        char* p = buf.data() + (issued / msg % depth) * msg;
+        auto req = rank == 0 ? (*t)->Isend(1, p, msg, **region) : (*t)->Irecv(0, p, msg, **region);
+        if (!req.ok()) return 1;
+        if (*req == nullptr) break;
+        posted.push_back(*req);
+        issued += msg;
+      }
+      size_t got = 0;
+      auto ok = (*t)->Test(posted.front(), &got);
+      if (!ok.ok()) return 1;
+      if (*ok) {
+        posted.pop_front();
+        done += msg;
+      }
+    }
+    best = std::min(best, Now() - t0);
+  }
+  double gbps = total / best / 1e9;
+  if (rank == 1) std::ofstream(out) << gbps << "\n";
+  region->reset();
+  return 0;
+}
+
+int CollRank(int rank, int n, const ncclUniqueId& id, size_t max_bytes, double p2p) {
+  ncclComm_t comm;
+  if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1;
+  cudaStream_t s;
+  hostcclStreamCreate(&s);
+  std::vector<char> send(max_bytes), recv(max_bytes);
+  float one = 1, sum = 0;
+  auto barrier = [&] {
+    ncclAllReduce(&one, &sum, 1, ncclFloat, ncclSum, comm, s);
+    hostcclStreamSynchronize(s);
+  };
+  if (rank == 0) {
+    std::printf("\n%d ranks (p2p %.2f GB/s)\n%10s %14s %10s %10s %8s %14s %10s %10s %8s\n", n, p2p, "size",
+                "AllReduce us", "algbw", "busbw", "/p2p", "AllGather us", "algbw", "busbw", "/p2p");
+  }
+  for (size_t bytes = size_t{1} << 20; bytes <= max_bytes; bytes *= 4) {
+    int iters = static_cast<int>(std::max<size_t>(2, std::min<size_t>(20, (size_t{512} << 20) / bytes)));
+    double us[2];
+    for (int k = 0; k < 2; ++k) {
+      auto run = [&] {
+        if (k == 0) ncclAllReduce(send.data(), recv.data(), bytes / 4, ncclFloat, ncclSum, comm, s);
+        else ncclAllGather(send.data(), recv.data(), bytes / 4 / n, ncclFloat, comm, s);
+      };
+      run();
+      barrier();
+      double best = 1e30;  // best of `iters`: the host is shared
+      for (int i = 0; i < iters; ++i) {
+        double t0 = Now();
+        run();
+        barrier();
+        best = std::min(best, Now() - t0);
+      }
+      us[k] = best * 1e6;
+    }
+    ncclResult_t async;
+    ncclCommGetAsyncError(comm, &async);
+    if (async != ncclSuccess) return 1;
+    if (rank == 0) {
+      double alg_ar = bytes / us[0] / 1e3, alg_ag = bytes / us[1] / 1e3;  // GB/s
+      double bus_ar = alg_ar * 2 * (n - 1) / n, bus_ag = alg_ag * (n - 1) / n;
+      std::printf("%7zu MiB %14.0f %10.2f %10.2f %8.2f %14.0f %10.2f %10.2f %8.2f\n", bytes >> 20, us[0], alg_ar,
+                  bus_ar, bus_ar / p2p, us[1], alg_ag, bus_ag, bus_ag / p2p);
+    }
+  }
+  hostcclStreamDestroy(s);
+  ncclCommDestroy(comm);
+  return 0;
+}
+
+int Spawn(const std::vector<std::vector<std::string>>& ranks) {
+  std::vector<pid_t> pids;
+  for (auto args : ranks) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid;
+    if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) != 0) return 1;
+    pids.push_back(pid);
+  }
+  int bad = 0;
+  for (pid_t p : pids) {
+    int st = 0;
+    waitpid(p, &st, 0);
+    bad += !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  return bad;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  std::vector<std::string> a(argv + 1, argv + argc);
+  if (a.size() == 4 && a[0] == "p2p") return P2pRank(std::atoi(a[1].c_str()), FromHex(a[2]), a[3]);
+  if (a.size() == 6 && a[0] == "coll") {
+    return CollRank(std::atoi(a[1].c_str()), std::atoi(a[2].c_str()), FromHex(a[3]),
+                    std::strtoull(a[4].c_str(), nullptr, 10), std::atof(a[5].c_str()));
+  }
+  size_t max_mib = 256;
+  std::vector<int> counts = {2, 4};
+  for (size_t i = 0; i + 1 < a.size(); i += 2) {
+    if (a[i] == "--max-mib") max_mib = std::strtoull(a[i + 1].c_str(), nullptr, 10);
+    else if (a[i] == "--ranks") {
+      counts.clear();
+      for (const char* p = a[i + 1].c_str(); *p != '\0';) {
+        counts.push_back(std::atoi(p));
+        while (*p != '\0' && *p != ',') ++p;
+        if (*p == ',') ++p;
+      }
+    }
+  }
+  ncclUniqueId id;
+  if (ncclGetUniqueId(&id) != ncclSuccess) return 1;
+  const char* tmp = std::getenv("TMPDIR");
+  std::string hex = ToHex(id);
+  std::string file = std::string(tmp != nullptr ? tmp : "/tmp") + "/hostccl_busbw." + std::to_string(getpid());
+  if (Spawn({{"x", "p2p", "0", hex, file}, {"x", "p2p", "1", hex, file}}) != 0) return 1;
+  double p2p = 0;
+  std::ifstream(file) >> p2p;
+  std::remove(file.c_str());
+  std::printf("net plugin point-to-point (256 MiB, best of 4, one direction, 2 processes): %.2f GB/s (%.1f Gbit/s)\n", p2p, p2p * 8);
+  for (int n : counts) {
+    if (ncclGetUniqueId(&id) != ncclSuccess) return 1;
+    hex = ToHex(id);
+    std::vector<std::vector<std::string>> ranks;
+    for (int r = 0; r < n; ++r) {
+      ranks.push_back({"x", "coll", std::to_string(r), std::to_string(n), hex, std::to_string(max_mib << 20),
+                       std::to_string(p2p)});
+    }
+    if (Spawn(ranks) != 0) return 1;
+  }
+  return 0;
+}

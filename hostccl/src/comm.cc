@@ -1,0 +1,252 @@
+#include "hostccl/src/comm.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "common/clock.h"
+#include "common/logging.h"
+#include "common/params.h"
+#include "common/status.h"
+#include "hostccl/src/bootstrap.h"
+#include "hostccl/src/net_plugin.h"
+#include "hostccl/src/net_transport.h"
+
+namespace trirace::hostccl {
+
+CommCore::CommCore(int nranks, int rank, CommConfig config)
+    : nranks_(nranks), rank_(rank), config_(std::move(config)) {}
+
+CommCore::~CommCore() {
+  if (executor_.joinable()) Abort();
+  if (transport_ != nullptr) transport_->Close();
+}
+
+absl::Status CommCore::Init(const ncclUniqueId& id) {
+  absl::Status s = [&]() -> absl::Status {
+    std::unique_ptr<NetTransport> net;
+    std::string payload;
+    if (nranks_ > 1) {
+      absl::StatusOr<NetPlugin*> plugin = NetPlugin::Get();
+      if (!plugin.ok()) return plugin.status();
+      absl::StatusOr<std::unique_ptr<NetTransport>> t =
+          NetTransport::Create(*plugin, rank_, nranks_, UniqueIdHash(id), config_.traffic_class);
+      if (!t.ok()) return t.status();
+      net = std::move(*t);
+      payload = net->ListenHandles();
+    }
+    absl::StatusOr<std::vector<std::string>> all = Rendezvous(id, rank_, nranks_, payload, &abort_);
+    if (!all.ok()) return all.status();
+    if (net != nullptr) {
+      int64_t deadline = MonotonicNs() + ParamInt(ParamId::kHostcclBootstrapTimeoutMs) * 1000000;
+      TRIRACE_RETURN_IF_ERROR(net->ConnectAll(*all, deadline, abort_));
+      size_t slot = std::min<size_t>(ParamInt(ParamId::kHostcclSliceBytes), net->MaxMessageBytes());
+      slot &= ~size_t{7};
+      int depth = std::max<int>(2, static_cast<int>(ParamInt(ParamId::kHostcclPipelineDepth)));
+      staging_.assign(2 * static_cast<size_t>(depth) * slot, '\0');
+      absl::StatusOr<std::unique_ptr<MemRegion>> region = net->Register(staging_.data(), staging_.size());
+      if (!region.ok()) return region.status();
+      staging_region_ = std::move(*region);
+      env_.depth = depth;
+      env_.slot_bytes = slot;
+      env_.staging = staging_.data();
+      env_.staging_region = staging_region_.get();
+      transport_ = std::move(net);
+    } else {
+      env_.slot_bytes = static_cast<size_t>(ParamInt(ParamId::kHostcclSliceBytes));
+    }
+    env_.transport = transport_.get();
+    env_.abort = &abort_;
+    env_.rank = rank_;
+    executor_ = std::thread([this] { RunExecutor(); });
+    return absl::OkStatus();
+  }();
+  if (s.ok()) {
+    TRIRACE_INFO(INIT, "hostccl: rank %d of %d ready", rank_, nranks_);
+    SetAsyncState(ncclSuccess);
+  } else {
+    RecordError(s);
+  }
+  return s;
+}
+
+std::string CommCore::AsyncMessage() const {
+  absl::MutexLock lock(&mu_);
+  return error_message_;
+}
+
+void CommCore::RecordError(const absl::Status& s) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!error_message_.empty()) return;
+    error_message_ = std::string(s.message());
+  }
+  ncclResult_t expected = AsyncState();
+  if (expected == ncclSuccess || expected == ncclInProgress) {
+    state_.compare_exchange_strong(expected, ToNcclResult(s));
+  }
+}
+
+void CommCore::Submit(std::shared_ptr<Launch> launch) {
+  absl::MutexLock lock(&mu_);
+  ++submitted_;
+  queue_.push_back(std::move(launch));
+}
+
+void CommCore::Arrive(Launch& launch) {
+  absl::MutexLock lock(&mu_);
+  --launch.pending_streams;
+}
+
+void CommCore::Flush() {
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return completed_ == submitted_; };
+  mu_.Await(absl::Condition(&idle));
+}
+
+void CommCore::RunExecutor() {
+  for (;;) {
+    std::shared_ptr<Launch> launch;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return abort_.load() || (!queue_.empty() && queue_.front()->pending_streams <= 0) ||
+               (stop_ && queue_.empty());
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (abort_.load() || queue_.empty()) return;
+      launch = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    ncclResult_t result = AsyncState();
+    if (result == ncclSuccess) {
+      absl::Status s = Execute(*launch);
+      if (!s.ok()) {
+        TRIRACE_WARN(NET, "hostccl: rank %d of %d%s%s: operation failed: %s", rank_, nranks_,
+                     config_.name.empty() ? "" : " comm ", config_.name, s.message());
+        RecordError(s);
+        result = ToNcclResult(s);
+      }
+    }
+    launch->result = result;
+    launch->core.reset();
+    launch->done.Notify();
+    absl::MutexLock lock(&mu_);
+    ++completed_;
+  }
+}
+
+absl::Status CommCore::Execute(const Launch& launch) {
+  for (const OpDesc& op : launch.colls) TRIRACE_RETURN_IF_ERROR(RunCollective(op, nranks_, env_));
+  if (launch.p2p.empty()) return absl::OkStatus();
+  std::vector<P2pTransfer> xs;
+  for (const OpDesc& op : launch.p2p) xs.push_back(TransferOf(op));
+  env_.regions.clear();
+  if (transport_ != nullptr) transport_->SetTransferKind(TransferKind::kSendRecv);
+  absl::Status s = RunP2p(xs, env_);
+  env_.regions.clear();
+  return s;
+}
+
+absl::StatusOr<std::vector<std::string>> CommCore::AllGatherBytes(const std::string& mine) {
+  std::string all(mine.size() * nranks_, '\0');
+  auto launch = std::make_shared<Launch>();
+  launch->core = shared_from_this();
+  OpDesc op;
+  op.func = Func::kAllGather;
+  op.sendbuff = mine.data();
+  op.recvbuff = all.data();
+  op.count = mine.size();
+  op.type = ncclUint8;
+  launch->colls.push_back(op);
+  Submit(launch);
+  launch->done.WaitForNotification();
+  if (launch->result != ncclSuccess) {
+    std::string why = AsyncMessage();
+    return absl::UnavailableError(absl::StrFormat("exchange over the parent communicator failed: %s",
+                                                  why.empty() ? "communicator in error state" : why));
+  }
+  std::vector<std::string> out;
+  for (int p = 0; p < nranks_; ++p) out.push_back(all.substr(p * mine.size(), mine.size()));
+  return out;
+}
+
+void CommCore::StopExecutor() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  if (executor_.joinable()) executor_.join();
+}
+
+void CommCore::Shutdown() {
+  Flush();
+  StopExecutor();
+  if (transport_ != nullptr) transport_->Close();
+}
+
+void CommCore::Abort() {
+  abort_.store(true, std::memory_order_release);
+  StopExecutor();
+  std::deque<std::shared_ptr<Launch>> failed;
+  {
+    absl::MutexLock lock(&mu_);
+    failed.swap(queue_);
+    completed_ += failed.size();
+  }
+  for (auto& launch : failed) {
+    launch->result = ncclRemoteError;
+    launch->core.reset();
+    launch->done.Notify();
+  }
+  if (transport_ != nullptr) transport_->Close();
+}
+
+ncclRedOp_t CommCore::AddPreMulSum(ncclDataType_t type, const void* scalar, bool device_residence) {
+  UserOp op{type, device_residence, scalar, PreMulSumReduction(type, scalar)};
+  absl::MutexLock lock(&mu_);
+  int id = next_user_op_++;
+  user_ops_[id] = op;
+  return static_cast<ncclRedOp_t>(id);
+}
+
+absl::Status CommCore::RemoveRedOp(ncclRedOp_t op) {
+  if (static_cast<int>(op) >= 0 && static_cast<int>(op) < ncclNumOps) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "op=%d is a built-in operator; only operators from ncclRedOpCreatePreMulSum can be destroyed",
+        static_cast<int>(op)));
+  }
+  absl::MutexLock lock(&mu_);
+  if (user_ops_.erase(static_cast<int>(op)) == 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "op=%d was not created by ncclRedOpCreatePreMulSum on this communicator (or was destroyed)",
+        static_cast<int>(op)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CommCore::ResolveRedOp(ncclRedOp_t op, ncclDataType_t type, OpDesc* desc) const {
+  int id = static_cast<int>(op);
+  if (id >= 0 && id < ncclNumOps) {
+    desc->reduction = BuiltinReduction(op, type, nranks_);
+    return absl::OkStatus();
+  }
+  absl::MutexLock lock(&mu_);
+  auto it = user_ops_.find(id);
+  if (it == user_ops_.end()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "op=%d is not a valid reduction operator: use ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg "
+        "or one created by ncclRedOpCreatePreMulSum on this communicator", id));
+  }
+  if (it->second.type != type) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "op=%d was created for datatype %s but is used with %s", id, TypeName(it->second.type),
+        TypeName(type)));
+  }
+  desc->reduction = it->second.reduction;
+  if (it->second.device_residence) desc->device_scalar = it->second.scalar_ptr;
+  return absl::OkStatus();
+}
+
+}  // namespace trirace::hostccl

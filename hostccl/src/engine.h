@@ -1,0 +1,101 @@
+// The two data-movement engines every hostccl operation is built from.
+//
+// RunRing streams a fixed sequence of messages from the previous rank to the
+// next one (ring and chain algorithms). Each incoming message is received
+// either straight into its destination, or into a staging slot and combined
+// with a local input (reduction); it may then be forwarded as one of the
+// outgoing messages. Outgoing messages leave in order, each once its
+// producer (if any) has been processed. Messages are sent slice-major (all
+// steps of slice 0, then slice 1, ...), and with two or more staging slots
+// per direction the ring cannot deadlock: the earliest held message can
+// always move. Memory: 2 x depth staging slots per communicator, whatever
+// the message size.
+//
+// RunP2p moves a set of sends and receives to several peers concurrently
+// (group semantics): per peer, sends run in order and receives run in order,
+// each split into messages of at most the slice size, directly from/to the
+// user buffers; messages to self are copied.
+//
+// Both poll the transport, back off when idle, and stop with Aborted when
+// the abort flag is raised.
+//
+// Thread safety: one engine call per communicator at a time.
+#ifndef TRIRACE_HOSTCCL_SRC_ENGINE_H_
+#define TRIRACE_HOSTCCL_SRC_ENGINE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "hostccl/src/reduce.h"
+#include "hostccl/src/transport.h"
+
+namespace trirace::hostccl {
+
+// What an engine runs with: the links, the staging area, the flags.
+struct EngineEnv {
+  Transport* transport = nullptr;
+  const std::atomic<bool>* abort = nullptr;
+  int rank = 0;
+  int depth = 2;               // slots per direction (>= 2)
+  size_t slot_bytes = 0;       // bytes per slot = the slice size
+  char* staging = nullptr;     // 2 * depth slots: receive pool, then send pool
+  MemRegion* staging_region = nullptr;
+  std::vector<std::unique_ptr<MemRegion>> regions;  // the operation's user buffers
+
+  // The region holding [p, p+n); nullptr when none does.
+  MemRegion* RegionOf(const void* p, size_t n) const;
+  // Registers [p, p+n) for this operation (no-op for n == 0).
+  absl::Status AddRegion(const void* p, size_t n);
+};
+
+struct RingIn {
+  size_t elems = 0;
+  char* dst = nullptr;          // final destination (nullptr: keep in the slot)
+  const char* local = nullptr;  // combine with this input (nullptr: plain copy into dst)
+  bool finish = false;          // apply Finish() to dst afterwards
+  int forward = -1;             // index of the RingOut carrying the result, or -1
+};
+
+struct RingOut {
+  size_t elems = 0;
+  const char* src = nullptr;  // data when producer == -1
+  bool contribute = false;    // send Contribute(src) (premultiplied) instead of src
+  int producer = -1;          // RingIn whose result this forwards
+};
+
+struct RingPlan {
+  int prev = -1;
+  int next = -1;
+  size_t type_size = 1;
+  Reduction reduction;
+  std::vector<RingIn> ins;
+  std::vector<RingOut> outs;
+};
+
+absl::Status RunRing(const RingPlan& plan, EngineEnv& env);
+
+struct P2pTransfer {
+  int peer = 0;
+  bool send = false;
+  char* data = nullptr;
+  size_t bytes = 0;
+};
+
+absl::Status RunP2p(const std::vector<P2pTransfer>& transfers, EngineEnv& env);
+
+// Idle back-off shared by the engines: yields first, then sleeps briefly.
+class Backoff {
+ public:
+  void Reset() { idle_ = 0; }
+  void Idle();
+
+ private:
+  int idle_ = 0;
+};
+
+}  // namespace trirace::hostccl
+
+#endif  // TRIRACE_HOSTCCL_SRC_ENGINE_H_

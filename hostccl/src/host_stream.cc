@@ -1,0 +1,211 @@
+#include "hostccl/src/host_stream.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+
+namespace trirace::hostccl {
+
+uint64_t HostStream::Enqueue(Task task) {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return 0;
+  queue_.push_back(std::move(task));
+  ++enqueued_;
+  if (!worker_started_) StartWorkerLocked();
+  return enqueued_;
+}
+
+uint64_t HostStream::LastTicket() const {
+  absl::MutexLock lock(&mu_);
+  return enqueued_;
+}
+
+bool HostStream::Reached(uint64_t ticket) const {
+  absl::MutexLock lock(&mu_);
+  return completed_ >= ticket;
+}
+
+void HostStream::WaitReached(uint64_t ticket) const {
+  absl::MutexLock lock(&mu_);
+  auto reached = [this, ticket]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return completed_ >= ticket; };
+  mu_.Await(absl::Condition(&reached));
+}
+
+void HostStream::Close() {
+  absl::MutexLock lock(&mu_);
+  closed_ = true;
+}
+
+void HostStream::StartWorkerLocked() {
+  worker_started_ = true;
+  // The worker owns a reference: a destroyed stream still drains its queue
+  // and the thread ends by itself (see the header), so it is detached.
+  std::thread([self = shared_from_this()] { self->RunWorker(); }).detach();
+}
+
+void HostStream::RunWorker() {
+  for (;;) {
+    Task task;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !queue_.empty() || closed_; };
+      mu_.Await(absl::Condition(&ready));
+      if (queue_.empty()) return;  // closed and drained
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    std::move(task)();
+    absl::MutexLock lock(&mu_);
+    ++completed_;
+  }
+}
+
+void HostEvent::Record(std::shared_ptr<HostStream> stream) {
+  uint64_t ticket = stream->LastTicket();
+  absl::MutexLock lock(&mu_);
+  stream_ = std::move(stream);
+  ticket_ = ticket;
+}
+
+std::pair<std::shared_ptr<HostStream>, uint64_t> HostEvent::Point() const {
+  absl::MutexLock lock(&mu_);
+  return {stream_, ticket_};
+}
+
+bool HostEvent::Complete() const {
+  auto [stream, ticket] = Point();
+  return stream == nullptr || stream->Reached(ticket);
+}
+
+void HostEvent::Wait() const {
+  auto [stream, ticket] = Point();
+  if (stream != nullptr) stream->WaitReached(ticket);
+}
+
+namespace {
+
+template <typename T>
+class HandleTable {
+ public:
+  void* Add(std::shared_ptr<T> object) {
+    void* key = object.get();
+    absl::MutexLock lock(&mu_);
+    table_[key] = std::move(object);
+    return key;
+  }
+  std::shared_ptr<T> Find(void* key) {
+    absl::MutexLock lock(&mu_);
+    auto it = table_.find(key);
+    return it == table_.end() ? nullptr : it->second;
+  }
+  std::shared_ptr<T> Remove(void* key) {
+    absl::MutexLock lock(&mu_);
+    auto it = table_.find(key);
+    if (it == table_.end()) return nullptr;
+    std::shared_ptr<T> object = std::move(it->second);
+    table_.erase(it);
+    return object;
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::flat_hash_map<void*, std::shared_ptr<T>> table_ ABSL_GUARDED_BY(mu_);
+};
+
+// Never destroyed: streams and events may be used from static destructors
+// and detached workers of other libraries at exit.
+HandleTable<HostStream>& Streams() {
+  static auto* table = new HandleTable<HostStream>();
+  return *table;
+}
+HandleTable<HostEvent>& Events() {
+  static auto* table = new HandleTable<HostEvent>();
+  return *table;
+}
+const std::shared_ptr<HostStream>& DefaultStream() {
+  static auto* stream = new std::shared_ptr<HostStream>(std::make_shared<HostStream>());
+  return *stream;
+}
+
+absl::Status NotAStream(const void* handle, absl::string_view arg) {
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%s=%p is not a live hostccl stream: create streams with hostcclStreamCreate (or pass NULL "
+      "for the default host stream); CUDA streams cannot be used with hostccl",
+      arg, handle));
+}
+
+}  // namespace
+
+cudaStream_t RegisterStream(std::shared_ptr<HostStream> stream) {
+  return static_cast<cudaStream_t>(Streams().Add(std::move(stream)));
+}
+
+absl::StatusOr<std::shared_ptr<HostStream>> LookupStream(cudaStream_t handle, absl::string_view arg) {
+  if (handle == nullptr) return DefaultStream();
+  std::shared_ptr<HostStream> stream = Streams().Find(handle);
+  if (stream == nullptr) return NotAStream(handle, arg);
+  return stream;
+}
+
+absl::StatusOr<std::shared_ptr<HostStream>> UnregisterStream(cudaStream_t handle) {
+  if (handle == nullptr) {
+    return absl::InvalidArgumentError("stream=NULL: the default host stream cannot be destroyed");
+  }
+  std::shared_ptr<HostStream> stream = Streams().Remove(handle);
+  if (stream == nullptr) return NotAStream(handle, "stream");
+  return stream;
+}
+
+cudaEvent_t RegisterEvent(std::shared_ptr<HostEvent> event) {
+  return static_cast<cudaEvent_t>(Events().Add(std::move(event)));
+}
+
+absl::StatusOr<std::shared_ptr<HostEvent>> LookupEvent(cudaEvent_t handle, absl::string_view arg) {
+  std::shared_ptr<HostEvent> event = handle == nullptr ? nullptr : Events().Find(handle);
+  if (event == nullptr) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s=%p is not a live hostccl event: create events with hostcclEventCreate", arg, handle));
+  }
+  return event;
+}
+
+absl::StatusOr<std::shared_ptr<HostEvent>> UnregisterEvent(cudaEvent_t handle) {
+  std::shared_ptr<HostEvent> event = handle == nullptr ? nullptr : Events().Remove(handle);
+  if (event == nullptr) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "event=%p is not a live hostccl event: create events with hostcclEventCreate", handle));
+  }
+  return event;
+}
+
+void EnqueueWaitValue32(HostStream& stream, const volatile uint32_t* word, uint32_t value) {
+  stream.Enqueue([word, value] {
+    // The opener only stores to the word, so poll: spin a little for a fast
+    // hand-off, then sleep with a back-off capped at 100 us, and at 1 ms once
+    // the gate has been closed for 100 ms (many idle gated streams must not
+    // burn the CPU).
+    auto open = [&] {
+      uint32_t now = __atomic_load_n(const_cast<const uint32_t*>(word), __ATOMIC_ACQUIRE);
+      return static_cast<int32_t>(now - value) >= 0;
+    };
+    for (int i = 0; i < 200; ++i) {
+      if (open()) return;
+      std::this_thread::yield();
+    }
+    const auto start = std::chrono::steady_clock::now();
+    auto pause = std::chrono::microseconds(1);
+    while (!open()) {
+      std::this_thread::sleep_for(pause);
+      bool long_wait = std::chrono::steady_clock::now() - start > std::chrono::milliseconds(100);
+      pause = std::min(pause * 2, std::chrono::microseconds(long_wait ? 1000 : 100));
+    }
+  });
+}
+
+}  // namespace trirace::hostccl

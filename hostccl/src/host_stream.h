@@ -1,0 +1,97 @@
+// Host streams and events: the execution model behind hostccl/stream.h.
+//
+// A HostStream is a FIFO of tasks run by one worker thread, started on the
+// first enqueue. Each task gets a ticket (1, 2, ...); the stream counts the
+// tickets that have completed, so "has the work before point t run?" is one
+// comparison. Events are therefore just a captured (stream, ticket) pair:
+// recording an event enqueues nothing.
+//
+// Lifetime: handles given to callers are raw pointers registered in a
+// process-wide table (Lookup validates them). Destroying a stream removes the
+// handle and closes the stream; the worker keeps its own reference, finishes
+// what was enqueued and then exits by itself (cudaStreamDestroy returns at
+// once as well), so no thread ever waits for a stream that is blocked on a
+// closed gate.
+//
+// Thread safety: every member is thread-safe.
+#ifndef TRIRACE_HOSTCCL_SRC_HOST_STREAM_H_
+#define TRIRACE_HOSTCCL_SRC_HOST_STREAM_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include <cuda_runtime.h>
+
+namespace trirace::hostccl {
+
+class HostStream : public std::enable_shared_from_this<HostStream> {
+ public:
+  using Task = absl::AnyInvocable<void() &&>;
+
+  HostStream() = default;
+  HostStream(const HostStream&) = delete;
+  HostStream& operator=(const HostStream&) = delete;
+
+  // Appends a task; returns its ticket. Tasks enqueued after Close() are
+  // dropped (ticket 0).
+  uint64_t Enqueue(Task task);
+  // The ticket of the last task enqueued so far (0 when none).
+  uint64_t LastTicket() const;
+  // True once every task up to `ticket` has run.
+  bool Reached(uint64_t ticket) const;
+  // Blocks until Reached(ticket).
+  void WaitReached(uint64_t ticket) const;
+  // No more tasks are accepted; the worker exits once the queue is drained.
+  void Close();
+
+ private:
+  void StartWorkerLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RunWorker();
+
+  mutable absl::Mutex mu_;
+  std::deque<Task> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t enqueued_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t completed_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool worker_started_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// A recorded point on a stream. An event never recorded has no stream and
+// counts as complete.
+class HostEvent {
+ public:
+  void Record(std::shared_ptr<HostStream> stream);
+  // The captured point (stream may be null).
+  std::pair<std::shared_ptr<HostStream>, uint64_t> Point() const;
+  bool Complete() const;
+  void Wait() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  std::shared_ptr<HostStream> stream_ ABSL_GUARDED_BY(mu_);
+  uint64_t ticket_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Handle table. A NULL stream handle is the process's default stream.
+cudaStream_t RegisterStream(std::shared_ptr<HostStream> stream);
+// The stream behind `handle`; InvalidArgument naming `arg` when `handle` is
+// not a live hostccl stream.
+absl::StatusOr<std::shared_ptr<HostStream>> LookupStream(cudaStream_t handle, absl::string_view arg);
+// Removes `handle` from the table and returns its stream.
+absl::StatusOr<std::shared_ptr<HostStream>> UnregisterStream(cudaStream_t handle);
+
+cudaEvent_t RegisterEvent(std::shared_ptr<HostEvent> event);
+absl::StatusOr<std::shared_ptr<HostEvent>> LookupEvent(cudaEvent_t handle, absl::string_view arg);
+absl::StatusOr<std::shared_ptr<HostEvent>> UnregisterEvent(cudaEvent_t handle);
+
+// Enqueues the cyclic >= wait on `word` (see hostcclStreamWaitValue32).
+void EnqueueWaitValue32(HostStream& stream, const volatile uint32_t* word, uint32_t value);
+
+}  // namespace trirace::hostccl
+
+#endif  // TRIRACE_HOSTCCL_SRC_HOST_STREAM_H_

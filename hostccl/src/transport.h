@@ -1,0 +1,71 @@
+// Transport: the seam between hostccl's algorithms and whatever carries the
+// bytes. A Transport is the set of point-to-point links of one communicator
+// rank: one send link and one receive link to every other rank. The
+// production implementation is NetTransport (a net plugin); tests may supply
+// their own.
+//
+// The interface mirrors the non-blocking style of the net plugin API:
+// Isend/Irecv start a transfer and return a request, or nullptr when the
+// link is busy ("try again later"); Test polls a request and releases it
+// when it reports completion. Messages on one link arrive in the order they
+// were sent and each receive matches exactly one send.
+//
+// Buffers are registered first (Register); the region must contain every
+// pointer later passed with it and outlive the transfers that use it.
+//
+// Thread safety: one thread drives a Transport at a time (the
+// communicator's executor); Close() may be called from any thread once that
+// thread has stopped.
+#ifndef TRIRACE_HOSTCCL_SRC_TRANSPORT_H_
+#define TRIRACE_HOSTCCL_SRC_TRANSPORT_H_
+
+#include <cstddef>
+#include <memory>
+
+#include "absl/status/statusor.h"
+
+namespace trirace::hostccl {
+
+// A registered buffer; deregisters itself when destroyed.
+class MemRegion {
+ public:
+  MemRegion(char* base, size_t size) : base_(base), size_(size) {}
+  virtual ~MemRegion() = default;
+  bool Contains(const void* p, size_t n) const {
+    auto* c = static_cast<const char*>(p);
+    return c >= base_ && c + n <= base_ + size_;
+  }
+
+ private:
+  char* base_;
+  size_t size_;
+};
+
+// What a transfer serves; passed to the transport as a hint (a net plugin
+// v11 forwards it with setNetAttr).
+enum class TransferKind { kBroadcast, kReduce, kAllGather, kReduceScatter, kAllReduce, kSendRecv,
+                          kAlltoAll, kScatter, kGather };
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual absl::StatusOr<std::unique_ptr<MemRegion>> Register(void* base, size_t size) = 0;
+  // Starts sending `size` bytes to `peer`; nullptr when busy.
+  virtual absl::StatusOr<void*> Isend(int peer, const void* data, size_t size, MemRegion& region) = 0;
+  // Starts receiving up to `size` bytes from `peer`; nullptr when busy.
+  virtual absl::StatusOr<void*> Irecv(int peer, void* data, size_t size, MemRegion& region) = 0;
+  // Polls `request`; true (and *size = bytes moved) once it has completed,
+  // after which the request is gone.
+  virtual absl::StatusOr<bool> Test(void* request, size_t* size) = 0;
+  // The largest message a single Isend/Irecv may carry.
+  virtual size_t MaxMessageBytes() const = 0;
+  // A hint about the transfers that follow (may be ignored).
+  virtual void SetTransferKind(TransferKind kind) { (void)kind; }
+  // Closes every link; later calls fail. Idempotent.
+  virtual void Close() = 0;
+};
+
+}  // namespace trirace::hostccl
+
+#endif  // TRIRACE_HOSTCCL_SRC_TRANSPORT_H_
