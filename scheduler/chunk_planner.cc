@@ -1,0 +1,51 @@
+#include "scheduler/chunk_planner.h"
+
+#include <algorithm>
+
+namespace trirace::sched {
+
+std::string_view CollFuncName(CollFunc f) {
+  switch (f) {
+    case CollFunc::kAllReduce: return "AllReduce";
+    case CollFunc::kReduce: return "Reduce";
+    case CollFunc::kBroadcast: return "Broadcast";
+    case CollFunc::kReduceScatter: return "ReduceScatter";
+    case CollFunc::kAllGather: return "AllGather";
+    case CollFunc::kAllToAll: return "AlltoAll";
+    case CollFunc::kGather: return "Gather";
+    case CollFunc::kScatter: return "Scatter";
+    case CollFunc::kSend: return "Send";
+    case CollFunc::kRecv: return "Recv";
+    case CollFunc::kOther: return "Other";
+  }
+  return "?";
+}
+
+bool IsChunkable(CollFunc f) {
+  return f == CollFunc::kAllReduce || f == CollFunc::kReduce || f == CollFunc::kBroadcast;
+}
+
+ChunkPlan PlanChunks(CollFunc func, uint64_t count, size_t dtype_size, uint64_t chunk_bytes) {
+  const uint64_t elem = dtype_size == 0 ? 1 : dtype_size;
+  ChunkPlan plan;
+  // count * elem without overflow: compare against chunk_bytes / elem.
+  const bool small = chunk_bytes == 0 || count <= chunk_bytes / elem;
+  if (!IsChunkable(func) || small) {
+    plan.chunks.push_back({0, count});
+    return plan;
+  }
+  const uint64_t granule = (kChunkGranuleBytes % elem == 0) ? kChunkGranuleBytes / elem : 1;
+  uint64_t len = std::max<uint64_t>(chunk_bytes / elem / granule, 1) * granule;
+  const uint64_t max_chunks = kMaxChunksPerOp;
+  if ((count + len - 1) / len > max_chunks) {
+    const uint64_t min_len = (count + max_chunks - 1) / max_chunks;
+    len = (min_len + granule - 1) / granule * granule;
+  }
+  plan.chunks.reserve((count + len - 1) / len);
+  for (uint64_t off = 0; off < count; off += len) {
+    plan.chunks.push_back({off, std::min(len, count - off)});
+  }
+  return plan;
+}
+
+}  // namespace trirace::sched

@@ -1,0 +1,81 @@
+// The deterministic chunk planner: how a large collective is split into
+// gated chunks.
+//
+// Every rank of a communicator must issue the same sequence of NCCL calls,
+// so the split may depend only on what every rank knows identically: the
+// collective, its element count, the element size and the chunk size
+// (TRIRACE_CHUNK_BYTES, which must be set the same on every rank). It never
+// depends on timing, occupancy or the policy.
+//
+// The rule (PlanChunks):
+//   - Only AllReduce, Reduce and Broadcast are split (their output is
+//     element-wise, so a chunk is the same call on a sub-range). Every other
+//     function, and any op inside a user's ncclGroupStart/End (the launcher
+//     does not call the planner for those), is one chunk.
+//   - An op of at most `chunk_bytes` bytes, or chunk_bytes == 0, is one chunk.
+//   - Otherwise the chunk length in elements is chunk_bytes / dtype_size,
+//     rounded down to a multiple of kChunkGranuleBytes / dtype_size elements
+//     (at least one granule); if that gives more than kMaxChunksPerOp chunks
+//     the length grows (in whole granules) until it does not. All chunks have
+//     that length except the last, which takes the remainder.
+// Offsets and counts are in elements, so every chunk boundary is aligned to
+// the element size; the chunks cover [0, count) exactly, in order, without
+// overlap.
+//
+// Thread safety: pure functions.
+#ifndef TRIRACE_SCHEDULER_CHUNK_PLANNER_H_
+#define TRIRACE_SCHEDULER_CHUNK_PLANNER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace trirace::sched {
+
+// The NCCL functions the planner knows (no NCCL header needed).
+enum class CollFunc : uint8_t {
+  kAllReduce,
+  kReduce,
+  kBroadcast,
+  kReduceScatter,
+  kAllGather,
+  kAllToAll,
+  kGather,
+  kScatter,
+  kSend,
+  kRecv,
+  kOther,
+};
+std::string_view CollFuncName(CollFunc f);
+
+// True for the functions PlanChunks may split.
+bool IsChunkable(CollFunc f);
+
+// Chunk boundaries aim at multiples of this many bytes (when the element
+// size divides it), which keeps chunks friendly to NCCL's protocols.
+inline constexpr uint64_t kChunkGranuleBytes = 4096;
+// No op is split into more chunks than this (bounds gates per call).
+inline constexpr uint32_t kMaxChunksPerOp = 64;
+
+// One chunk: elements [offset, offset + count) of the op's buffers.
+struct Chunk {
+  uint64_t offset = 0;
+  uint64_t count = 0;
+  bool operator==(const Chunk&) const = default;
+};
+
+struct ChunkPlan {
+  std::vector<Chunk> chunks;
+  bool split() const { return chunks.size() > 1; }
+  bool operator==(const ChunkPlan&) const = default;
+};
+
+// The plan for `count` elements of `dtype_size` bytes each (dtype_size >= 1;
+// 0 is treated as 1). A zero-count op is one empty chunk, so the launcher
+// still issues the call exactly once.
+ChunkPlan PlanChunks(CollFunc func, uint64_t count, size_t dtype_size, uint64_t chunk_bytes);
+
+}  // namespace trirace::sched
+
+#endif  // TRIRACE_SCHEDULER_CHUNK_PLANNER_H_

@@ -1,0 +1,39 @@
+// Occupancy from the TriRace net plugin's per-host shared-memory segment
+// (include/trirace/occupancy.h).
+//
+// Per NIC the segment gives the bytes the job's processes on this host
+// completed (send and receive), summed over live processes, and each
+// process's own share; this reader reports both, so the engine computes
+// foreign = all - ours exactly (other local ranks' traffic counts as
+// foreign: this process's engine cannot hold it). It does not see traffic
+// that bypasses the plugin (other jobs, non-NCCL); use sysfs for that.
+//
+// Each Read() copies the slot of every live process once (a few KiB each,
+// under its sequence lock), so totals and this process's share are
+// consistent with each other.
+//
+// Built when the build has the trirace_occupancy reader library (the plugin
+// module and the trirace tool add it); without it
+// OpenPluginOccupancyReader() returns FailedPrecondition saying so.
+//
+// Thread safety: one thread at a time.
+#ifndef TRIRACE_SCHEDULER_PLUGIN_OCCUPANCY_H_
+#define TRIRACE_SCHEDULER_PLUGIN_OCCUPANCY_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "scheduler/occupancy_reader.h"
+
+namespace trirace::sched {
+
+// Opens the segment of `job` ("" = the default job, as occupancy.h says).
+// NotFound when no segment exists yet (no plugin published on this host).
+absl::StatusOr<std::unique_ptr<OccupancyReader>> OpenPluginOccupancyReader(
+    const std::string& job = "", const Clock* clock = &RealClock::Get());
+
+}  // namespace trirace::sched
+
+#endif  // TRIRACE_SCHEDULER_PLUGIN_OCCUPANCY_H_

@@ -1,0 +1,117 @@
+// The scheduler's task model: one gated unit of communication.
+//
+// A task is what the launcher hands the engine for every NCCL operation (or
+// every chunk of one) it launched behind a gate: which communicator it is
+// on, which traffic class it belongs to, how many bytes it moves, which links
+// it crosses and the annotation tag it carried. The engine stamps it with an
+// id and an enqueue time; a policy decides when its gate opens.
+//
+// This header is pure C++: no CUDA, no NCCL. The simulator and the shim use
+// the same types.
+//
+// Thread safety: plain value types; no internal synchronisation.
+#ifndef TRIRACE_SCHEDULER_TASK_H_
+#define TRIRACE_SCHEDULER_TASK_H_
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace trirace::sched {
+
+// The three scheduled dimensions plus everything else (see docs/design.md).
+enum class TrafficClass : uint8_t {
+  kP2P = 0,     // pipeline activations / activation gradients: never held
+  kSparse = 1,  // embedding rows, MoE tokens: ahead of dense
+  kDense = 2,   // gradient all-reduce / reduce-scatter: released into gaps
+  kOther = 3,   // unclassified traffic
+};
+inline constexpr int kNumTrafficClasses = 4;
+inline constexpr int ClassIndex(TrafficClass c) { return static_cast<int>(c); }
+std::string_view TrafficClassName(TrafficClass c);
+
+using TaskId = uint64_t;
+// Dense index into the engine's link table (0, 1, 2, ... in AddLink order).
+using LinkId = uint32_t;
+// A communicator id equal on all ranks of the comm (the shim's registry id).
+using CommId = uint64_t;
+
+inline constexpr int64_t kNeverNs = std::numeric_limits<int64_t>::max();
+inline constexpr int32_t kUnsetTag = -1;
+
+// The annotation tag of the call that produced the task (trirace.h's
+// trirace_tag_t, fields kUnsetTag when unknown). Phase uses trirace.h's
+// values: 0 forward, 1 backward, 2 optimizer.
+struct TaskTag {
+  int32_t layer = kUnsetTag;        // 0 = front layer
+  int32_t stage = kUnsetTag;        // pipeline stage
+  int32_t micro_batch = kUnsetTag;
+  int32_t phase = kUnsetTag;
+  int64_t iteration = kUnsetTag;    // training step
+  int32_t priority = kUnsetTag;     // larger = more urgent
+};
+
+// What the launcher submits.
+struct TaskSpec {
+  CommId comm = 0;
+  TrafficClass traffic_class = TrafficClass::kOther;
+  uint64_t bytes = 0;              // bytes this task puts on its links
+  std::vector<LinkId> links{};     // links crossed; empty = none modelled
+  TaskTag tag{};
+  // Absolute time (engine clock) by which the task should be running; a
+  // hint from the caller. Policies may also derive one from the tag.
+  std::optional<int64_t> deadline_ns{};
+  // Chunk `chunk_index` of `chunk_count` of one NCCL call (0 of 1 if whole).
+  uint32_t chunk_index = 0;
+  uint32_t chunk_count = 1;
+  // Opaque value handed back with the release (the launcher's gate slot).
+  uint64_t cookie = 0;
+  // false: the launcher did not put a gate in front of it (P2P launched
+  // straight on the user stream). The engine counts it as running from
+  // submission, for link state, and never releases it.
+  bool gated = true;
+};
+
+// Why a gate was opened. Recorded in the trace next to each op.
+enum class ReleaseReason : uint8_t {
+  kUngated,       // never gated (tracked for link state only)
+  kFifo,          // fifo: everything at once
+  kPriority,      // priority: within the global credit window, in layer order
+  kP2P,           // trirace: P2P is never held
+  kOtherClass,    // trirace: unclassified traffic is not held
+  kSparse,        // trirace: SPARSE goes ahead of DENSE
+  kDenseGap,      // trirace: the links were free of higher classes
+  kDenseCredit,   // trirace: within the small credit beside higher classes
+  kDeadline,      // trirace: the task's deadline was near
+  kMaxHold,       // held for TRIRACE_MAX_HOLD_US (policy rule or engine bound)
+  kRandom,        // the adversarial test policy
+  kShutdown,      // the engine was stopped with the task still held
+};
+std::string_view ReleaseReasonName(ReleaseReason r);
+
+enum class TaskState : uint8_t { kPending, kRunning };
+
+// A task owned by the engine. Policies see it read-only.
+struct Task {
+  TaskId id = 0;
+  TaskSpec spec;
+  int64_t enqueue_ns = 0;
+  int64_t release_ns = -1;  // set when released
+  // Position in the engine's submission order (ids may be reserved out of
+  // order), and in the comm's (0, 1, ...).
+  uint64_t submit_seq = 0;
+  uint64_t comm_seq = 0;
+  TaskState state = TaskState::kPending;
+  // Set by the engine: this is the oldest held task of its communicator
+  // (the next one the comm's stream will reach).
+  bool comm_head = false;
+  ReleaseReason reason = ReleaseReason::kUngated;
+
+  TrafficClass traffic_class() const { return spec.traffic_class; }
+};
+
+}  // namespace trirace::sched
+
+#endif  // TRIRACE_SCHEDULER_TASK_H_

@@ -1,0 +1,95 @@
+// trirace: the 3-D policy. P2P is never held, SPARSE goes ahead of DENSE,
+// DENSE chunks fill the gaps the other classes leave on each link.
+//
+// Rules, applied on every pass in this order. Each is tagged [Rn] at the
+// line of trirace_policy.cc that implements it; tests/scheduler/
+// trirace_policy_test.cc has one test per rule that fails without it.
+//
+//   [R1] P2P is never held: a gated P2P task is released on the first pass
+//        (reason p2p). (The launcher normally does not gate P2P at all.)
+//   [R2] OTHER (unclassified) traffic is not held either (other-class):
+//        holding what we cannot classify risks stalling a critical path.
+//   [R3] SPARSE ahead of DENSE: SPARSE is released on the first pass
+//        (sparse), and while it is held or running on a link it counts as
+//        higher-class activity there, which limits DENSE to the credit
+//        ([R5]).
+//   [R4] DENSE into gaps: a DENSE task may go when, on every link it
+//        crosses, no P2P/SPARSE/OTHER task is running or held, and the
+//        link's DENSE bytes in flight plus the task's stay within
+//        dense_window_bytes (TRIRACE_DENSE_WINDOW_BYTES) (dense-gap). A
+//        task larger than the window goes alone when no DENSE is in flight
+//        there. A task that crosses no modelled link is always in a gap.
+//   [R5] Credit: on a link where a higher class is active, DENSE may still
+//        go while the link's DENSE bytes in flight plus the task's stay
+//        within dense_credit_bytes (TRIRACE_DENSE_CREDIT_BYTES)
+//        (dense-credit). 0 disables the credit.
+//   [R6] Deadline: a DENSE task whose deadline is within deadline_slack_ns
+//        (TRIRACE_DEADLINE_SLACK_US) is released whatever the links say
+//        (deadline). The deadline is the task's explicit hint if it has one;
+//        else, from its tag's iteration: a task of an iteration older than
+//        the one in progress is overdue (the next step already began);
+//        a task of the current iteration is due at iteration start + the
+//        smoothed iteration period, when the engine knows a period.
+//   [R7] Among DENSE, front layers first: candidates are tried in order of
+//        tag layer (0 first, unset last), then tag priority (larger first),
+//        then submission order; a candidate that does not fit does not stop
+//        later, smaller ones on other links. Only comm heads are candidates
+//        (policy.h).
+//   [R8] Max hold: any task held for max_hold_ns (TRIRACE_MAX_HOLD_US) is
+//        released (max-hold). The engine enforces the same bound for every
+//        policy; this rule makes the policy itself correct in isolation and
+//        schedules its wake-up.
+//   [R9] Foreign-occupancy headroom: on a link with a fresh occupancy
+//        sample (younger than occupancy_max_age_ns) and a known capacity,
+//        DENSE keeps foreign_headroom (TRIRACE_FOREIGN_HEADROOM, a fraction
+//        of capacity) free beyond the measured foreign traffic: with
+//        free = 1 - headroom - foreign/capacity, DENSE does not go at all
+//        when free <= 0, and otherwise its window and credit are scaled by
+//        free / (1 - headroom).
+//
+// Thread safety: see policy.h.
+#ifndef TRIRACE_SCHEDULER_TRIRACE_POLICY_H_
+#define TRIRACE_SCHEDULER_TRIRACE_POLICY_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "scheduler/policy.h"
+
+namespace trirace::sched {
+
+struct TriracePolicyConfig {
+  uint64_t dense_window_bytes = 16ull << 20;  // [R4]
+  uint64_t dense_credit_bytes = 4ull << 20;   // [R5]
+  int64_t deadline_slack_ns = 1'000'000;      // [R6]
+  int64_t max_hold_ns = 0;                    // [R8]; 0 = the engine's bound
+  double foreign_headroom = 0.1;              // [R9], in [0, 1]
+  int64_t occupancy_max_age_ns = 100'000'000; // [R9]: older samples are ignored
+
+  // From TRIRACE_DENSE_WINDOW_BYTES, TRIRACE_DENSE_CREDIT_BYTES,
+  // TRIRACE_DEADLINE_SLACK_US, TRIRACE_MAX_HOLD_US, TRIRACE_FOREIGN_HEADROOM.
+  static TriracePolicyConfig FromParams();
+};
+
+class TriracePolicy final : public Policy {
+ public:
+  explicit TriracePolicy(TriracePolicyConfig config = {}) : config_(config) {}
+  std::string_view name() const override { return "trirace"; }
+  void Decide(const SchedulerView& view, Decision* out) override;
+
+  // The deadline [R6] uses for `task`, kNeverNs if none.
+  static int64_t EffectiveDeadlineNs(const Task& task, const SchedulerView& view);
+
+ private:
+  // True when `task` fits on all its links now; sets *credit when a higher
+  // class is active on any of them.
+  bool DenseFits(const Task& task, const SchedulerView& view, bool* credit) const;
+
+  TriracePolicyConfig config_;
+  std::vector<const Task*> candidates_;   // reused between passes
+  std::vector<uint64_t> released_dense_;  // per link: DENSE bytes released this pass
+};
+
+}  // namespace trirace::sched
+
+#endif  // TRIRACE_SCHEDULER_TRIRACE_POLICY_H_

@@ -1,0 +1,192 @@
+// Occupancy readers, rates, and the engine's sampling of them.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/env_guard.h"
+#include "scheduler/engine.h"
+#include "scheduler/plugin_occupancy.h"
+#include "scheduler/sysfs_occupancy.h"
+#include "support/subprocess.h"
+
+namespace trirace::sched {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kMs = 1'000'000;
+
+// A fake /sys/class/net with statistics files that can be rewritten in place
+// (same inode, as sysfs counters are).
+class FakeSysfs {
+ public:
+  FakeSysfs() : root_(testing_support::MakeTempDir("trirace-sysfs-")) {}
+  ~FakeSysfs() { std::filesystem::remove_all(root_); }
+  void Set(const std::string& iface, uint64_t tx, uint64_t rx) {
+    std::filesystem::create_directories(root_ + "/" + iface + "/statistics");
+    Write(root_ + "/" + iface + "/statistics/tx_bytes", tx);
+    Write(root_ + "/" + iface + "/statistics/rx_bytes", rx);
+  }
+  void WriteRaw(const std::string& path, const std::string& text) {
+    const int fd = ::open((root_ + "/" + path).c_str(), O_WRONLY | O_TRUNC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    ::close(fd);
+  }
+  const std::string& root() const { return root_; }
+
+ private:
+  static void Write(const std::string& path, uint64_t v) {
+    const std::string text = std::to_string(v) + "\n";
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    ::close(fd);
+  }
+  std::string root_;
+};
+
+TEST(SysfsOccupancyTest, ReadsCountersOfEachInterface) {
+  FakeSysfs sys;
+  sys.Set("eth0", 100, 200);
+  sys.Set("eth1", 5, 6);
+  ManualClock clock(7);
+  auto reader = OpenSysfsOccupancyReader({"eth0", "eth1"}, sys.root(), &clock);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ((*reader)->name(), "sysfs");
+  auto snap = (*reader)->Read();
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  EXPECT_EQ(snap->time_ns, 7);
+  ASSERT_EQ(snap->devices.size(), 2u);
+  EXPECT_EQ(snap->devices[0].device, "eth0");
+  EXPECT_EQ(snap->devices[0].tx_bytes, 100u);
+  EXPECT_EQ(snap->devices[0].rx_bytes, 200u);
+  EXPECT_FALSE(snap->devices[0].has_ours);
+  sys.Set("eth0", 1100, 250);  // rewritten in place: the open file sees it
+  snap = (*reader)->Read();
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->devices[0].tx_bytes, 1100u);
+}
+
+TEST(SysfsOccupancyTest, ErrorsNameTheInterfaceAndFile) {
+  FakeSysfs sys;
+  sys.Set("eth0", 1, 1);
+  auto missing = OpenSysfsOccupancyReader({"eth0", "wlan9"}, sys.root());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(), HasSubstr("wlan9/statistics/tx_bytes"));
+  EXPECT_EQ(OpenSysfsOccupancyReader({}, sys.root()).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(OpenSysfsOccupancyReader({"../etc"}, sys.root()).status().message(), HasSubstr("'../etc'"));
+
+  auto reader = OpenSysfsOccupancyReader({"eth0"}, sys.root());
+  ASSERT_TRUE(reader.ok());
+  sys.WriteRaw("eth0/statistics/rx_bytes", "garbage\n");
+  auto snap = (*reader)->Read();
+  ASSERT_FALSE(snap.ok());
+  EXPECT_THAT(snap.status().message(), HasSubstr("not a byte counter"));
+}
+
+TEST(SysfsOccupancyTest, ReadsTheRealLoopbackCounters) {
+  if (!std::filesystem::exists("/sys/class/net/lo/statistics/tx_bytes")) GTEST_SKIP() << "no /sys/class/net/lo";
+  auto reader = OpenSysfsOccupancyReader({"lo"});
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_TRUE((*reader)->Read().ok());
+}
+
+TEST(RateMeterTest, RatesFromTwoSnapshotsUseTheBusierDirection) {
+  RateMeter meter;
+  EXPECT_TRUE(meter.Update({0, {{.device = "eth0", .tx_bytes = 0, .rx_bytes = 0}}}).empty());
+  auto rates = meter.Update({500 * kMs, {{.device = "eth0", .tx_bytes = 1000, .rx_bytes = 3000}}});
+  ASSERT_EQ(rates.size(), 1u);
+  EXPECT_DOUBLE_EQ(rates[0].bytes_per_s, 6000);
+  EXPECT_EQ(rates[0].ours_bytes_per_s, -1);
+  rates = meter.Update({1000 * kMs,
+                        {{.device = "eth0", .tx_bytes = 2000, .rx_bytes = 3000, .has_ours = true,
+                          .ours_tx_bytes = 10, .ours_rx_bytes = 0}}});
+  EXPECT_TRUE(rates.empty()) << "the previous sample had no 'ours': restart";
+  rates = meter.Update({2000 * kMs,
+                        {{.device = "eth0", .tx_bytes = 4000, .rx_bytes = 3000, .has_ours = true,
+                          .ours_tx_bytes = 510, .ours_rx_bytes = 0}}});
+  ASSERT_EQ(rates.size(), 1u);
+  EXPECT_DOUBLE_EQ(rates[0].bytes_per_s, 2000);
+  EXPECT_DOUBLE_EQ(rates[0].ours_bytes_per_s, 500);
+  EXPECT_TRUE(meter.Update({3000 * kMs, {{.device = "eth0", .tx_bytes = 1, .rx_bytes = 1}}}).empty())
+      << "a counter that went backwards restarts";
+}
+
+TEST(MakeOccupancyReaderTest, PicksTheBackendByName) {
+  FakeSysfs sys;
+  sys.Set("veth1", 0, 0);
+  EnvGuard env;
+  env.Set("TRIRACE_JOB_ID", "occ-test-" + std::to_string(getpid())).Apply();  // a job with no segment
+  auto none = MakeOccupancyReader("none", {"veth1"}, sys.root());
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, nullptr);
+  auto sysfs = MakeOccupancyReader("sysfs", {"veth1"}, sys.root());
+  ASSERT_TRUE(sysfs.ok()) << sysfs.status();
+  EXPECT_EQ((*sysfs)->name(), "sysfs");
+  auto fallback = MakeOccupancyReader("auto", {"veth1"}, sys.root());
+  ASSERT_TRUE(fallback.ok()) << fallback.status();
+  EXPECT_EQ((*fallback)->name(), "sysfs") << "no plugin segment: auto falls back to the counters";
+  EXPECT_FALSE(MakeOccupancyReader("plugin", {"veth1"}, sys.root()).ok());
+  auto bad = MakeOccupancyReader("psychic", {"veth1"}, sys.root());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("'psychic' is not one of auto, plugin, sysfs, none"));
+}
+
+// Holds everything and records what the links looked like.
+class RecordingPolicy : public Policy {
+ public:
+  std::string_view name() const override { return "recording"; }
+  void Decide(const SchedulerView& view, Decision*) override {
+    if (!view.links.empty()) last_link = view.links[0];
+  }
+  LinkState last_link;
+};
+
+TEST(EngineOccupancyTest, EngineSamplesTheReaderWhileTasksAreHeld) {
+  FakeSysfs sys;
+  sys.Set("veth0", 0, 0);
+  ManualClock clock(0);
+  auto owned = std::make_unique<RecordingPolicy>();
+  RecordingPolicy* policy = owned.get();
+  struct : GateOpener {
+    void OpenGate(const ReleasedTask&) override {}
+  } opener;
+  EngineOptions o;
+  o.clock = &clock;
+  o.start_thread = false;
+  o.max_hold_ns = 1000 * kMs;
+  o.occupancy_period_ns = 2 * kMs;
+  Engine engine(std::move(owned), &opener, o);
+  const LinkId nic = engine.AddLink({.name = "nic:a", .capacity_bytes_per_s = 1e10, .interface = "veth0"});
+  auto reader = OpenSysfsOccupancyReader({"veth0"}, sys.root(), &clock);
+  ASSERT_TRUE(reader.ok());
+  engine.SetOccupancyReader(std::move(*reader), {{"veth0", nic}});
+
+  EXPECT_EQ(engine.Step(), kNeverNs) << "nothing held: no sampling";
+  EXPECT_EQ(engine.stats().occupancy_samples, 0u);
+  engine.Submit({.comm = 1, .traffic_class = TrafficClass::kDense, .bytes = 1, .links = {nic}});
+  EXPECT_EQ(engine.Step(), 2 * kMs) << "first sample now, the next one a period later";
+  sys.Set("veth0", 10'000'000, 0);
+  clock.SetNs(2 * kMs);
+  engine.Step();
+  EXPECT_EQ(engine.stats().occupancy_samples, 2u);
+  EXPECT_DOUBLE_EQ(policy->last_link.measured_bytes_per_s, 5e9);
+  EXPECT_DOUBLE_EQ(policy->last_link.foreign_bytes_per_s, 5e9) << "none of our tasks ran: all foreign";
+  EXPECT_EQ(policy->last_link.occupancy_ns, 2 * kMs);
+}
+
+TEST(PluginOccupancyTest, NoSegmentIsAnErrorNotACrash) {
+  EnvGuard env;
+  env.Set("TRIRACE_JOB_ID", "no-such-job-" + std::to_string(getpid())).Apply();
+  auto reader = OpenPluginOccupancyReader();
+  EXPECT_FALSE(reader.ok());
+}
+
+}  // namespace
+}  // namespace trirace::sched

@@ -1,0 +1,101 @@
+// The plugin segment backend against the net plugin's own publisher: this
+// process publishes through it, a second live process's slot is written by
+// hand (its traffic is foreign to us), and the reader reports both.
+// Built when the trirace_occupancy library is.
+#include "scheduler/plugin_occupancy.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "plugin/occupancy/publisher.h"
+#include "plugin/occupancy/segment.h"
+#include "trirace/trirace.h"
+
+namespace trirace::sched {
+namespace {
+
+class SegmentGuard {
+ public:
+  explicit SegmentGuard(std::string name) : name_(std::move(name)) {}
+  ~SegmentGuard() { shm_unlink(name_.c_str()); }
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+};
+
+// Writes slot `index` as if process `pid` published `sent` bytes on `nic`.
+void WriteForeignSlot(const std::string& shm_name, uint32_t index, pid_t pid, const char* nic, uint64_t sent) {
+  const int fd = shm_open(shm_name.c_str(), O_RDWR, 0);
+  ASSERT_GE(fd, 0);
+  void* map = mmap(nullptr, TRIRACE_OCC_SEGMENT_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  ASSERT_NE(map, MAP_FAILED);
+  auto* slot = reinterpret_cast<trirace_occ_proc_t*>(static_cast<char*>(map) + sizeof(trirace_occ_header_t)) + index;
+  std::atomic_ref<uint32_t>(slot->seq).store(1, std::memory_order_release);
+  slot->owner_start_time = occupancy::ProcessStartTime(pid);
+  slot->update_ns = occupancy::NowNs();
+  slot->num_nics = 1;
+  std::memset(slot->nics, 0, sizeof slot->nics);
+  std::strncpy(slot->nics[0].name, nic, TRIRACE_OCC_NAME_LEN - 1);
+  slot->nics[0].cls[TRIRACE_CLASS_DENSE].send_completed_bytes = sent;
+  std::atomic_ref<int32_t>(slot->owner_pid).store(pid, std::memory_order_release);
+  std::atomic_ref<uint32_t>(slot->seq).store(2, std::memory_order_release);
+  munmap(map, TRIRACE_OCC_SEGMENT_BYTES);
+}
+
+TEST(PluginOccupancyTest, ReportsTheJobsTrafficAndThisProcesssShare) {
+  const std::string job = "sched-test-" + std::to_string(getpid());
+  SegmentGuard seg(occupancy::SegmentName(job));
+  occupancy::OccupancyPublisher pub;
+  ASSERT_TRUE(pub.Start({{"eth7", 10000}}, seg.name(), 200).ok());
+  ASSERT_TRUE(pub.publishing());
+  pub.SendPosted(0, TRIRACE_CLASS_P2P, 1000);
+  pub.SendCompleted(0, TRIRACE_CLASS_P2P, 1000, 1000);
+  pub.RecvPosted(0, TRIRACE_CLASS_DENSE, 300);
+  pub.RecvCompleted(0, TRIRACE_CLASS_DENSE, 300, 300);
+  WriteForeignSlot(seg.name(), TRIRACE_OCC_MAX_PROCS - 1, getppid(), "eth7", 5000);
+
+  ManualClock clock(123);
+  auto reader = OpenPluginOccupancyReader(job, &clock);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ((*reader)->name(), "plugin");
+  // The publisher copies its counters every 200 us: wait for that copy.
+  OccupancySnapshot snap;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto s = (*reader)->Read();
+    ASSERT_TRUE(s.ok()) << s.status();
+    snap = *s;
+    if (snap.devices.size() == 1 && snap.devices[0].has_ours && snap.devices[0].ours_tx_bytes == 1000) break;
+    std::this_thread::yield();
+  }
+  ASSERT_EQ(snap.devices.size(), 1u);
+  const DeviceCounters& eth7 = snap.devices[0];
+  EXPECT_EQ(snap.time_ns, 123);
+  EXPECT_EQ(eth7.device, "eth7");
+  EXPECT_EQ(eth7.tx_bytes, 6000u) << "ours (1000) + the other process's (5000)";
+  EXPECT_EQ(eth7.rx_bytes, 300u);
+  ASSERT_TRUE(eth7.has_ours);
+  EXPECT_EQ(eth7.ours_tx_bytes, 1000u);
+  EXPECT_EQ(eth7.ours_rx_bytes, 300u);
+  pub.Stop();
+}
+
+TEST(PluginOccupancyTest, AMissingSegmentIsNotFound) {
+  auto reader = OpenPluginOccupancyReader("no-such-job-" + std::to_string(getpid()));
+  ASSERT_FALSE(reader.ok());
+  EXPECT_EQ(reader.status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace trirace::sched

@@ -1,0 +1,271 @@
+// One test per trirace rule ([R1]..[R9] in scheduler/trirace_policy.h).
+// Each names the line of trirace_policy.cc it pins: deleting or disabling
+// that line makes the test fail.
+#include "scheduler/trirace_policy.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "view_builder.h"
+
+namespace trirace::sched {
+namespace {
+
+using ::testing::Optional;
+using testing::ReasonFor;
+using testing::ViewBuilder;
+
+constexpr uint64_t kMiB = 1 << 20;
+constexpr int64_t kMs = 1'000'000;
+
+TriracePolicyConfig TestConfig() {
+  TriracePolicyConfig c;
+  c.dense_window_bytes = 8 * kMiB;
+  c.dense_credit_bytes = 1 * kMiB;
+  c.deadline_slack_ns = 1 * kMs;
+  c.max_hold_ns = 5 * kMs;
+  c.foreign_headroom = 0.1;
+  c.occupancy_max_age_ns = 100 * kMs;
+  return c;
+}
+
+// Pins [R1]: `out->releases.push_back({t->id, ReleaseReason::kP2P})`.
+TEST(TriracePolicyTest, P2PIsNeverHeldEvenOnASaturatedLink) {
+  ViewBuilder b;
+  const LinkId nic = b.AddLink(1e9);
+  b.SetForeign(nic, 1e9, 0);                             // the link is full of foreign traffic
+  b.Running(TrafficClass::kDense, 64 * kMiB, {nic});    // and of our own DENSE
+  const Task& p2p = b.Pending(TrafficClass::kP2P, 1 * kMiB, {nic});
+  TriracePolicy policy(TestConfig());
+  EXPECT_THAT(ReasonFor(b.Decide(policy, 10), p2p.id), Optional(ReleaseReason::kP2P));
+}
+
+// Pins [R2]: `out->releases.push_back({t->id, ReleaseReason::kOtherClass})`.
+TEST(TriracePolicyTest, UnclassifiedTrafficIsNotHeld) {
+  ViewBuilder b;
+  const LinkId nic = b.AddLink();
+  b.Running(TrafficClass::kP2P, 1 * kMiB, {nic});
+  const Task& other = b.Pending(TrafficClass::kOther, 32 * kMiB, {nic});
+  TriracePolicy policy(TestConfig());
+  EXPECT_THAT(ReasonFor(b.Decide(policy, 10), other.id), Optional(ReleaseReason::kOtherClass));
+}
+
+// Pins [R3]: the kSparse release, and SPARSE counting as higher-class
+// activity in LinkState::HigherClassActive (used at "[R3] SPARSE counts
+// here"): without it the older DENSE task would go as a gap.
+TEST(TriracePolicyTest, SparseGoesAheadOfAnOlderDense) {
+  ViewBuilder b;
+  const LinkId nic = b.AddLink();
+  const Task& dense = b.Pending(TrafficClass::kDense, 2 * kMiB, {nic}, 0, /*comm=*/1);
+  const Task& sparse = b.Pending(TrafficClass::kSparse, 2 * kMiB, {nic}, 1, /*comm=*/2);
+  TriracePolicy policy(TestConfig());
+  const Decision d = b.Decide(policy, 10);
+  EXPECT_THAT(ReasonFor(d, sparse.id), Optional(ReleaseReason::kSparse));
+  EXPECT_EQ(ReasonFor(d, dense.id), std::nullopt) << "2 MiB exceeds the 1 MiB credit beside SPARSE";
+}
+
+// Pins [R4]: the window check in DenseFits (`within` with
+// dense_window_bytes) and the kDenseGap release.
+TEST(TriracePolicyTest, DenseFillsAnIdleLinkUpToTheWindow) {
+  ViewBuilder b;
+  const LinkId nic = b.AddLink();
+  const Task& a = b.Pending(TrafficClass::kDense, 4 * kMiB, {nic}, 0, 1);
+  const Task& c = b.Pending(TrafficClass::kDense, 4 * kMiB, {nic}, 1, 2);
+  const Task& e = b.Pending(TrafficClass::kDense, 4 * kMiB, {nic}, 2, 3);
+  TriracePolicy policy(TestConfig());
+  const Decision d = b.Decide(policy, 10);
+  EXPECT_THAT(ReasonFor(d, a.id), Optional(ReleaseReason::kDenseGap));
+  EXPECT_THAT(ReasonFor(d, c.id), Optional(ReleaseReason::kDenseGap));
+  EXPECT_EQ(ReasonFor(d, e.id), std::nullopt) << "a third 4 MiB chunk exceeds the 8 MiB window";
+}
+
+// Pins [R4] `alone_in_gap`: a task larger than the window still goes on an
+// idle link, alone.
+TEST(TriracePolicyTest, OversizedDenseGoesAloneIntoAGap) {
+  ViewBuilder b;
+  const LinkId nic = b.AddLink();
+  const Task& big = b.Pending(TrafficClass::kDense, 64 * kMiB, {nic}, 0, 1);
+  const Task& next = b.Pending(TrafficClass::kDense, 1 * kMiB, {nic}, 0, 2);
+  TriracePolicy policy(TestConfig());
+  const Decision d = b.Decide(policy, 10);
+  EXPECT_THAT(ReasonFor(d, big.id), Optional(ReleaseReason::kDenseGap));
+  EXPECT_EQ(ReasonFor(d, next.id), std::nullopt);
+}
+
+// Pins [R4]'s "on every link": one busy link of two holds the task.
+TEST(TriracePolicyTest, DenseNeedsEveryLinkItCrosses) {
+  ViewBuilder b;
+  const LinkId mine = b.AddLink();
+  const LinkId theirs = b.AddLink();
+  b.Running(TrafficClass::kP2P, 1 * kMiB, {theirs});
+  const Task& dense = b.Pending(TrafficClass::kDense, 2 * kMiB, {mine, theirs});
+  TriracePolicy policy(TestConfig());
+  EXPECT_EQ(ReasonFor(b.Decide(policy, 10), dense.id), std::nullopt);
+}
+
+// Pins [R5]: `higher ? config_.dense_credit_bytes` and the kDenseCredit
+// reason: small DENSE may go beside active P2P, larger DENSE may not.
+TEST(TriracePolicyTest, DenseWithinTheCreditGoesBesideP2P) {
+  ViewBuilder b;
+  const LinkId nic = b.AddLink();
+  b.Running(TrafficClass::kP2P, 8 * kMiB, {nic});
+  const Task& small = b.Pending(TrafficClass::kDense, kMiB / 2, {nic}, 0, 1);
+  const Task& large = b.Pending(TrafficClass::kDense, 2 * kMiB, {nic}, 0, 2);
+  TriracePolicy policy(TestConfig());
+  const Decision d = b.Decide(policy, 10);
+  EXPECT_THAT(ReasonFor(d, small.id), Optional(ReleaseReason::kDenseCredit));
+  EXPECT_EQ(ReasonFor(d, large.id), std::nullopt);
+
+  TriracePolicyConfig no_credit = TestConfig();
+  no_credit.dense_credit_bytes = 0;
+  TriracePolicy strict(no_credit);
+  EXPECT_EQ(ReasonFor(b.Decide(strict, 10), small.id), std::nullopt);
+}
+
+// Pins [R5]: the credit counts DENSE already in flight on the link.
+TEST(TriracePolicyTest, CreditIsSharedWithDenseInFlight) {
+  ViewBuilder b;
+  const LinkId nic = b.AddLink();
+  b.Running(TrafficClass::kP2P, 1 * kMiB, {nic});
+  b.Running(TrafficClass::kDense, 3 * kMiB / 4, {nic});
+  const Task& dense = b.Pending(TrafficClass::kDense, kMiB / 2, {nic});
+  TriracePolicy policy(TestConfig());
+  EXPECT_EQ(ReasonFor(b.Decide(policy, 10), dense.id), std::nullopt);
+}
+
+// Pins [R6]: `deadline - config_.deadline_slack_ns <= now` -> kDeadline, and
+// the wake-up at deadline - slack.
+TEST(TriracePolicyTest, ExplicitDeadlineReleasesDenseRegardlessOfLinks) {
+  ViewBuilder b;
+  const LinkId nic = b.AddLink();
+  b.Running(TrafficClass::kP2P, 8 * kMiB, {nic});
+  Task& urgent = b.Pending(TrafficClass::kDense, 8 * kMiB, {nic}, 0, 1);
+  urgent.spec.deadline_ns = 1 * kMs + kMs / 2;
+  Task& later = b.Pending(TrafficClass::kDense, 8 * kMiB, {nic}, 0, 2);
+  later.spec.deadline_ns = 4 * kMs;
+  TriracePolicy policy(TestConfig());
+  const Decision d = b.Decide(policy, 1 * kMs);
+  EXPECT_THAT(ReasonFor(d, urgent.id), Optional(ReleaseReason::kDeadline));
+  EXPECT_EQ(ReasonFor(d, later.id), std::nullopt);
+  EXPECT_EQ(d.next_wake_ns, 3 * kMs) << "woken at deadline - slack";
+}
+
+// Pins [R6] EffectiveDeadlineNs: iteration-derived deadlines.
+TEST(TriracePolicyTest, DeadlineFollowsTheIterationTag) {
+  ViewBuilder b;
+  const LinkId nic = b.AddLink();
+  b.Running(TrafficClass::kP2P, 8 * kMiB, {nic});
+  Task& old_step = b.Pending(TrafficClass::kDense, 8 * kMiB, {nic}, 0, 1);
+  old_step.spec.tag.iteration = 3;
+  Task& this_step = b.Pending(TrafficClass::kDense, 8 * kMiB, {nic}, 0, 2);
+  this_step.spec.tag.iteration = 4;
+  b.iteration() = {.current = 4, .start_ns = 0, .period_ns = 10 * kMs};
+  TriracePolicyConfig c = TestConfig();
+  c.max_hold_ns = 100 * kMs;
+  TriracePolicy policy(c);
+  Decision d = b.Decide(policy, 1 * kMs);
+  EXPECT_THAT(ReasonFor(d, old_step.id), Optional(ReleaseReason::kDeadline)) << "iteration 4 already began";
+  EXPECT_EQ(ReasonFor(d, this_step.id), std::nullopt);
+  d = b.Decide(policy, 9 * kMs);  // due at start + period = 10 ms, slack 1 ms
+  EXPECT_THAT(ReasonFor(d, this_step.id), Optional(ReleaseReason::kDeadline));
+}
+
+// Pins [R7]: the layer-first sort of DENSE candidates.
+TEST(TriracePolicyTest, FrontLayersFirstAmongDense) {
+  ViewBuilder b;
+  const LinkId nic = b.AddLink();
+  Task& back = b.Pending(TrafficClass::kDense, 6 * kMiB, {nic}, 0, 1);
+  back.spec.tag.layer = 7;
+  Task& front = b.Pending(TrafficClass::kDense, 6 * kMiB, {nic}, 1, 2);
+  front.spec.tag.layer = 1;
+  TriracePolicy policy(TestConfig());
+  const Decision d = b.Decide(policy, 10);
+  EXPECT_THAT(ReasonFor(d, front.id), Optional(ReleaseReason::kDenseGap));
+  EXPECT_EQ(ReasonFor(d, back.id), std::nullopt) << "only one 6 MiB task fits the 8 MiB window";
+}
+
+// Per-comm order: a later task of a comm is not a candidate before its head.
+TEST(TriracePolicyTest, OnlyCommHeadsAreDenseCandidates) {
+  ViewBuilder b;
+  const LinkId nic = b.AddLink();
+  const Task& head = b.Pending(TrafficClass::kDense, 1 * kMiB, {nic}, 0, 1);
+  const Task& second = b.Pending(TrafficClass::kDense, 1 * kMiB, {nic}, 0, 1);
+  TriracePolicy policy(TestConfig());
+  const Decision d = b.Decide(policy, 10);
+  EXPECT_TRUE(ReasonFor(d, head.id).has_value());
+  EXPECT_EQ(ReasonFor(d, second.id), std::nullopt);
+}
+
+// Pins [R8]: `now - t->enqueue_ns >= max_hold` -> kMaxHold, and its wake-up.
+TEST(TriracePolicyTest, MaxHoldReleasesABlockedDense) {
+  ViewBuilder b;
+  const LinkId nic = b.AddLink();
+  b.Running(TrafficClass::kP2P, 8 * kMiB, {nic});
+  const Task& dense = b.Pending(TrafficClass::kDense, 8 * kMiB, {nic}, /*enqueue_ns=*/2 * kMs);
+  TriracePolicy policy(TestConfig());
+  Decision d = b.Decide(policy, 6 * kMs);
+  EXPECT_EQ(ReasonFor(d, dense.id), std::nullopt);
+  EXPECT_EQ(d.next_wake_ns, 7 * kMs);
+  d = b.Decide(policy, 7 * kMs);
+  EXPECT_THAT(ReasonFor(d, dense.id), Optional(ReleaseReason::kMaxHold));
+}
+
+// [R8] with max_hold_ns = 0 in the config: the engine's bound from the view.
+TEST(TriracePolicyTest, MaxHoldDefaultsToTheEngineBound) {
+  ViewBuilder b;
+  const LinkId nic = b.AddLink();
+  b.Running(TrafficClass::kP2P, 8 * kMiB, {nic});
+  const Task& dense = b.Pending(TrafficClass::kDense, 8 * kMiB, {nic}, 0);
+  TriracePolicyConfig c = TestConfig();
+  c.max_hold_ns = 0;
+  TriracePolicy policy(c);
+  EXPECT_THAT(ReasonFor(b.Decide(policy, 3 * kMs, /*max_hold_ns=*/3 * kMs), dense.id),
+              Optional(ReleaseReason::kMaxHold));
+}
+
+// Pins [R9]: `limit *= std::max(0.0, free) / ...`: foreign traffic above
+// 1 - headroom of the capacity leaves a zero limit and keeps DENSE off the
+// link; a stale sample is ignored.
+TEST(TriracePolicyTest, ForeignOccupancyHoldsDense) {
+  ViewBuilder b;
+  const LinkId nic = b.AddLink(10e9);
+  const Task& dense = b.Pending(TrafficClass::kDense, 1 * kMiB, {nic}, /*enqueue_ns=*/4 * kMs);
+  TriracePolicy policy(TestConfig());
+  b.SetForeign(nic, 9.5e9, 5 * kMs);
+  EXPECT_EQ(ReasonFor(b.Decide(policy, 6 * kMs), dense.id), std::nullopt);
+  b.SetForeign(nic, 0, 5 * kMs);
+  EXPECT_THAT(ReasonFor(b.Decide(policy, 6 * kMs), dense.id), Optional(ReleaseReason::kDenseGap));
+  b.SetForeign(nic, 9.5e9, 5 * kMs);
+  EXPECT_THAT(ReasonFor(b.Decide(policy, 200 * kMs), dense.id), Optional(ReleaseReason::kMaxHold))
+      << "hold bound still applies";
+  TriracePolicyConfig no_hold = TestConfig();
+  no_hold.max_hold_ns = 1000 * kMs;
+  TriracePolicy stale(no_hold);
+  EXPECT_THAT(ReasonFor(b.Decide(stale, 200 * kMs), dense.id), Optional(ReleaseReason::kDenseGap))
+      << "a sample 195 ms old is ignored";
+}
+
+// Pins [R9] (the same line): moderate foreign traffic shrinks the window.
+TEST(TriracePolicyTest, ForeignOccupancyShrinksTheWindow) {
+  ViewBuilder b;
+  const LinkId nic = b.AddLink(10e9);
+  const Task& a = b.Pending(TrafficClass::kDense, 3 * kMiB, {nic}, 0, 1);
+  const Task& c = b.Pending(TrafficClass::kDense, 3 * kMiB, {nic}, 0, 2);
+  b.SetForeign(nic, 4.5e9, 0);  // free = 1 - 0.1 - 0.45: window 8 MiB -> 4 MiB
+  TriracePolicy policy(TestConfig());
+  const Decision d = b.Decide(policy, 10);
+  EXPECT_TRUE(ReasonFor(d, a.id).has_value());
+  EXPECT_EQ(ReasonFor(d, c.id), std::nullopt);
+}
+
+TEST(TriracePolicyTest, DenseWithoutModelledLinksIsNeverHeld) {
+  ViewBuilder b;
+  const LinkId nic = b.AddLink();
+  b.Running(TrafficClass::kP2P, 8 * kMiB, {nic});
+  const Task& local = b.Pending(TrafficClass::kDense, 64 * kMiB, {});
+  TriracePolicy policy(TestConfig());
+  EXPECT_THAT(ReasonFor(b.Decide(policy, 10), local.id), Optional(ReleaseReason::kDenseGap));
+}
+
+}  // namespace
+}  // namespace trirace::sched
