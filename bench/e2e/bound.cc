@@ -1,0 +1,136 @@
+// e2e_bound: the lower bound on one iteration of examples/hybrid_parallel
+// on a test bed, computed from its configuration.
+//
+//   e2e_bound --hosts 4 --ranks-per-host 2 --gbps 1 -- <hybrid_parallel flags>
+//
+// Prints one line: BOUND {"bound_ms":..,"compute_ms":..,"link_ms":..,
+// "busiest_link":"h0.tx",...}. Ranks are placed like testbed.sh places them
+// (rank = host * ranks_per_host + local), with the example's rank order.
+//
+// compute: per stage, the emulated compute of one iteration on its critical
+//   path: M micro-batches of forward + backward, plus for 1F1B the pipeline
+//   fill and drain of (stages - 1) micro-batches (the flush), taking the
+//   slowest stage's per-micro-batch time for those.
+// link: every host uplink carries, per direction, the payload of the
+//   transfers between ranks on different hosts: P2P activations and their
+//   gradients between neighbouring stages; ring all-reduce (each rank sends
+//   2(D-1)/D of its gradients to its successor in replica order, as
+//   hostccl's ring does); the embedding stage's ring AllGather of ids and
+//   AlltoAll of rows (forward) and gradient rows (backward). The bound is the
+//   busiest direction's bytes / rate. Headers and the plugin's framing are
+//   left out, so it stays a lower bound.
+// bound = max(compute, link): no schedule can beat either.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "model.h"
+
+namespace {
+
+int Usage(const std::string& why) {
+  std::fprintf(stderr,
+               "e2e_bound: %s\nusage: e2e_bound --hosts H --ranks-per-host R --gbps G -- "
+               "<hybrid_parallel flags>\n",
+               why.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int hosts = 0, per_host = 0;
+  double gbps = 0;
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (i + 1 >= argc) return Usage(a + " needs a value");
+    if (a == "--hosts") {
+      hosts = std::atoi(argv[++i]);
+    } else if (a == "--ranks-per-host") {
+      per_host = std::atoi(argv[++i]);
+    } else if (a == "--gbps") {
+      gbps = std::atof(argv[++i]);
+    } else {
+      return Usage("unknown flag " + a);
+    }
+  }
+  std::vector<std::string> flags(argv + i, argv + argc);
+  hybrid::Config c;
+  std::string error;
+  if (!hybrid::ParseArgs(flags, &c, &error) || !hybrid::ValidateModel(c, &error)) return Usage(error);
+  if (hosts < 1 || per_host < 1 || gbps <= 0) return Usage("--hosts, --ranks-per-host and --gbps must be > 0");
+  if (hosts * per_host != c.world_size()) {
+    return Usage("hosts x ranks-per-host = " + std::to_string(hosts * per_host) + " but the model has " +
+                 std::to_string(c.world_size()) + " ranks");
+  }
+
+  const int S = c.total_stages(), D = c.replicas, M = c.micro_batches;
+  auto host_of = [&](int stage, int replica) { return hybrid::RankOf(c, stage, replica) / per_host; };
+
+  // Compute on the critical path.
+  double slowest_mb_us = 0, total_stage_us = 0;
+  for (int s = 0; s < S; ++s) {
+    const double per_mb = hybrid::IsEmbeddingStage(c, s) ? double(c.emb_fwd_us + c.emb_bwd_us)
+                                                         : double(c.layers) * double(c.fwd_us + c.bwd_us);
+    slowest_mb_us = std::max(slowest_mb_us, per_mb);
+    total_stage_us = std::max(total_stage_us, per_mb * M);
+  }
+  double compute_us = total_stage_us;
+  if (c.schedule == hybrid::Schedule::k1F1B) compute_us += (S - 1) * slowest_mb_us;
+
+  // Bytes per host and direction.
+  std::vector<double> tx(hosts, 0), rx(hosts, 0);
+  auto flow = [&](int from, int to, double bytes) {
+    if (from == to) return;  // stays on the host's loopback
+    tx[from] += bytes;
+    rx[to] += bytes;
+  };
+  const double act = double(c.act_elems()) * 4;
+  for (int d = 0; d < D; ++d) {
+    for (int s = 0; s + 1 < S; ++s) {
+      flow(host_of(s, d), host_of(s + 1, d), act * M);  // activations
+      flow(host_of(s + 1, d), host_of(s, d), act * M);  // their gradients
+    }
+  }
+  for (int s = 0; s < S && D > 1; ++s) {
+    for (int d = 0; d < D; ++d) {
+      const int next = host_of(s, (d + 1) % D), here = host_of(s, d);
+      if (hybrid::IsEmbeddingStage(c, s)) {
+        const double ids = double(D - 1) * c.sparse_indices * 4;  // ring all-gather
+        flow(here, next, ids * M);
+        for (int p = 0; p < D; ++p) {
+          if (p != d) flow(here, host_of(s, p), 2.0 * double(c.sparse_elems()) * 4 * M);  // fwd + bwd
+        }
+      } else {
+        const double grads = double(c.layers) * double(c.grad_elems()) * 4;
+        flow(here, next, 2.0 * (D - 1) / D * grads);
+      }
+    }
+  }
+  const double bytes_per_us = gbps * 1e9 / 8 / 1e6;
+  double link_us = 0;
+  std::string busiest = "none";
+  for (int h = 0; h < hosts; ++h) {
+    if (tx[h] / bytes_per_us > link_us) {
+      link_us = tx[h] / bytes_per_us;
+      busiest = "h" + std::to_string(h) + ".tx";
+    }
+    if (rx[h] / bytes_per_us > link_us) {
+      link_us = rx[h] / bytes_per_us;
+      busiest = "h" + std::to_string(h) + ".rx";
+    }
+  }
+  std::printf("BOUND {\"bound_ms\":%.3f,\"compute_ms\":%.3f,\"link_ms\":%.3f,\"busiest_link\":\"%s\","
+              "\"hosts\":%d,\"ranks_per_host\":%d,\"gbps\":%g}\n",
+              std::max(compute_us, link_us) / 1e3, compute_us / 1e3, link_us / 1e3, busiest.c_str(), hosts,
+              per_host, gbps);
+  return 0;
+}

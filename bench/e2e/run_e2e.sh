@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# run_e2e.sh: the end-to-end benchmark driver. Runs examples/hybrid_parallel
+# on the multi-host test bed under each TriRace mode, alternating the modes
+# run by run (A B C D A B C D ...), and prints per preset and mode the median
+# iteration time, its spread, the speed-up off/X (median of the per-repetition
+# ratios) and measured/bound against the lower bound from e2e_bound.
+#
+#   bench/e2e/run_e2e.sh [--build DIR] [--preset P]... [--reps N] [--hosts H]
+#                        [--ranks-per-host R] [--rate RATE] [--modes LIST]
+#                        [--out DIR] [--loopback] [-- extra hybrid_parallel flags]
+#
+# Modes (comma list, default off,fifo,priority,trirace):
+#   none      no shim loaded
+#   off       libtrirace.so preloaded, TRIRACE_MODE=off
+#   fifo | priority | trirace   TRIRACE_MODE=schedule TRIRACE_POLICY=<mode>
+# Without libtrirace.so in DIR/lib only `none` can run (the others are
+# skipped with a message). Without root, or with --loopback, the ranks run on
+# loopback with launch.sh (no shaped links: no contention to schedule
+# around; the figures only show the modes' overhead).
+#
+# Prints a table; writes DIR/results.tsv (one line per run) and each run's
+# rank logs under DIR/runs/. This prints figures: it never fails on timing.
+# Exit codes: 0 done (even if some runs failed: they are marked), 2 usage,
+# 1 missing programs.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build="$root/build" reps=3 hosts=4 per_host=2 rate=1gbit modes=off,fifo,priority,trirace out="" loopback=0
+presets=()
+extra=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) build=$2; shift 2 ;;
+    --preset) presets+=("$2"); shift 2 ;;
+    --reps) reps=$2; shift 2 ;;
+    --hosts) hosts=$2; shift 2 ;;
+    --ranks-per-host) per_host=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
+    --modes) modes=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --loopback) loopback=1; shift ;;
+    --) shift; extra=("$@"); break ;;
+    -h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run_e2e: unknown flag '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+[ ${#presets[@]} -gt 0 ] || presets=(contention megatron sparse no-contention)
+[[ $reps =~ ^[1-9][0-9]*$ ]] || { echo "run_e2e: --reps '$reps': expected a positive integer" >&2; exit 2; }
+
+hybrid="$build/bin/hybrid_parallel"
+plugin="$build/lib/libnccl-net-trirace.so"
+shim="$build/lib/libtrirace.so"
+bound_bin="$build/bin/e2e_bound"
+testbed="$root/tools/testbed/testbed.sh"
+launch="$root/examples/hybrid_parallel/launch.sh"
+for f in "$hybrid" "$plugin"; do
+  [ -e "$f" ] || { echo "run_e2e: $f is missing: build the examples, plugin and hostccl modules" >&2; exit 1; }
+done
+IFS=, read -r -a mode_list <<<"$modes"
+runnable=()
+for m in "${mode_list[@]}"; do
+  case $m in
+    none) runnable+=("$m") ;;
+    off | fifo | priority | trirace)
+      if [ -e "$shim" ]; then runnable+=("$m"); else echo "run_e2e: mode $m skipped: $shim not built" >&2; fi ;;
+    *) echo "run_e2e: --modes: '$m' is not one of none, off, fifo, priority, trirace" >&2; exit 2 ;;
+  esac
+done
+[ ${#runnable[@]} -gt 0 ] || { echo "run_e2e: no mode can run" >&2; exit 1; }
+
+[ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/trirace-e2e.XXXXXX")
+mkdir -p "$out/runs"
+results="$out/results.tsv"
+echo -e "preset\trep\tmode\tmedian_ms\tchecksum\tcpu_pct\tstatus" >"$results"
+
+# The test bed, made once and removed at exit.
+tb_name=""
+cleanup() {
+  [ -n "$tb_name" ] && "$testbed" down --name "$tb_name" >/dev/null 2>&1
+  rm -f "/dev/shm/trirace-$(id -u)-e2e-$$"  # the loopback runs' occupancy segment
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+if [ $loopback = 0 ]; then
+  line=$("$testbed" up --hosts "$hosts" --rate "$rate" --owner $$ 2>"$out/testbed-up.err")
+  rc=$?
+  if [ $rc = 0 ]; then
+    tb_name=$(sed -n 's/^TESTBED name=\([^ ]*\).*/\1/p' <<<"$line")
+    echo "test bed: $line"
+  else
+    echo "run_e2e: no test bed (testbed.sh up exited $rc: $(tail -n1 "$out/testbed-up.err")); running on loopback," \
+      "which has no contention" >&2
+    loopback=1
+  fi
+fi
+gbps=$(awk -v r="$rate" 'BEGIN { n = r + 0; u = substr(r, length(n "") + 1);
+  m = (u == "kbit") ? 1e-6 : (u == "mbit") ? 1e-3 : (u == "gbit") ? 1 : (u == "tbit") ? 1e3 : 1e-9; print n * m }')
+
+# CPU busy share between two /proc/stat samples, in percent.
+cpu_sample() { awk '/^cpu / { idle = $5 + $6; t = 0; for (i = 2; i <= NF; i++) t += $i; print t, idle }' /proc/stat; }
+
+mode_env() {
+  case $1 in
+    none) ;;
+    off) echo "LD_PRELOAD=$shim TRIRACE_MODE=off" ;;
+    *) echo "LD_PRELOAD=$shim TRIRACE_MODE=schedule TRIRACE_POLICY=$1" ;;
+  esac
+}
+
+run_one() {
+  local preset=$1 rep=$2 mode=$3 dir="$out/runs/$1-$2-$3" envs=() kv
+  for kv in $(mode_env "$mode"); do envs+=(--env "$kv"); done
+  local before after
+  before=$(cpu_sample)
+  if [ $loopback = 1 ]; then
+    "$launch" -n "$((hosts * per_host))" --timeout 300 --out "$dir" --env TRIRACE_NET_IFNAME=lo \
+      --env NCCL_NET_PLUGIN="$plugin" --env TRIRACE_JOB_ID="e2e-$$" "${envs[@]}" -- \
+      "$hybrid" --preset "$preset" "${extra[@]}" >/dev/null 2>"$dir.err"
+  else
+    "$testbed" run --name "$tb_name" --ranks-per-host "$per_host" --timeout 300 --out "$dir" \
+      --env NCCL_NET_PLUGIN="$plugin" "${envs[@]}" -- "$hybrid" --preset "$preset" "${extra[@]}" \
+      >/dev/null 2>"$dir.err"
+  fi
+  local rc=$?
+  after=$(cpu_sample)
+  local cpu
+  cpu=$(awk -v a="$before" -v b="$after" 'BEGIN { split(a, x, " "); split(b, y, " ");
+    dt = y[1] - x[1]; di = y[2] - x[2]; printf "%.0f", (dt > 0 ? 100 * (dt - di) / dt : 0) }')
+  local result median checksum
+  result=$(grep -h '^RESULT ' "$dir/rank-0.out" 2>/dev/null)
+  median=$(sed -n 's/.*"median_ms":\([0-9.e+-]*\).*/\1/p' <<<"$result")
+  checksum=$(sed -n 's/.*"checksum":"\([0-9a-f]*\)".*/\1/p' <<<"$result")
+  local status=ok
+  if [ $rc != 0 ] || [ -z "$median" ]; then status="failed($rc)"; fi
+  echo -e "$preset\t$rep\t$mode\t${median:-nan}\t${checksum:--}\t$cpu\t$status" >>"$results"
+  printf '  %-14s rep %d %-9s %10s ms  cpu %3s%%  %s\n' "$preset" "$rep" "$mode" "${median:-nan}" "$cpu" "$status"
+}
+
+for preset in "${presets[@]}"; do
+  for ((rep = 1; rep <= reps; rep++)); do
+    for mode in "${runnable[@]}"; do run_one "$preset" "$rep" "$mode"; done
+  done
+done
+
+# ---- summary ---------------------------------------------------------------
+echo
+echo "results: $results"
+printf '%-14s %-9s %10s %8s %9s %10s %9s\n' preset mode median_ms spread off/mode bound_ms meas/bnd
+for preset in "${presets[@]}"; do
+  bound="nan"
+  if [ -x "$bound_bin" ]; then
+    bound=$("$bound_bin" --hosts "$hosts" --ranks-per-host "$per_host" --gbps "$gbps" -- --preset "$preset" \
+      "${extra[@]}" | sed -n 's/.*"bound_ms":\([0-9.]*\).*/\1/p')
+  fi
+  ref=$("$hybrid" --preset "$preset" "${extra[@]}" --reference | sed -n 's/.*"checksum":"\([0-9a-f]*\)".*/\1/p')
+  awk -F'\t' -v preset="$preset" -v bound="${bound:-nan}" -v ref="$ref" -v modes="${runnable[*]}" '
+    function median(a, n,   i, j, t) {
+      for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    NR > 1 && $1 == preset && $7 == "ok" { v[$3, ++n[$3]] = $4; by_rep[$3, $2] = $4; reps[$2] = 1; ok++
+      if ($5 != ref) bad = bad " " $3 "/rep" $2 }
+    END {
+      nm = split(modes, ml, " ")
+      for (k = 1; k <= nm; k++) {
+        m = ml[k]; c = n[m] + 0
+        if (c == 0) { printf "%-14s %-9s %10s\n", preset, m, "no run"; continue }
+        lo = hi = v[m, 1]; for (i = 1; i <= c; i++) { x[i] = v[m, i]; if (x[i] < lo) lo = x[i]; if (x[i] > hi) hi = x[i] }
+        med = median(x, c)
+        rc = 0; for (r in reps) if (((ml[1], r) in by_rep) && ((m, r) in by_rep)) q[++rc] = by_rep[ml[1], r] / by_rep[m, r]
+        ratio = rc ? sprintf("%.3fx", median(q, rc)) : "-"
+        mb = (bound == "nan" || bound == 0) ? "-" : sprintf("%.2f", med / bound)
+        printf "%-14s %-9s %10.2f %7.1f%% %9s %10s %9s\n", preset, m, med, 100 * (hi - lo) / med, ratio, bound, mb
+      }
+      printf "%-14s checksum: %s\n", preset, ok == 0 ? "no successful run" : bad == "" ? "every run = reference " ref : "MISMATCH in" bad
+    }' "$results"
+done
+echo "(spread = (max - min) / median over the repetitions; off/mode = median over repetitions of the" \
+  "first mode's time / this mode's, run side by side)"
