@@ -1,0 +1,122 @@
+#include "interpose/annotations.h"
+
+#include <atomic>
+
+#include "common/logging.h"
+#include "interpose/shim.h"
+
+namespace trirace::interpose {
+namespace {
+
+struct TagStack {
+  trirace_tag_t merged[kMaxTagDepth];
+  int depth;
+};
+// Zero-initialised POD: no TLS constructor on the hot path.
+thread_local TagStack t_stack;
+
+std::atomic<int64_t> g_iteration{TRIRACE_UNSET};
+std::atomic<bool> g_in_iteration{false};
+std::atomic<uint64_t> g_unbalanced_pops{0};
+std::atomic<uint64_t> g_unbalanced_ends{0};
+std::atomic<uint64_t> g_overflows{0};
+
+int PushTag(const trirace_tag_t* tag) {
+  if (tag == nullptr) return TRIRACE_ERR_INVALID;
+  TagStack& s = t_stack;
+  if (s.depth >= kMaxTagDepth) {
+    g_overflows.fetch_add(1, std::memory_order_relaxed);
+    TRIRACE_WARN_ONCE(INTERPOSE, "trirace_push_tag: the tag stack of this thread is already %d deep (the most "
+                      "accepted); the tag is ignored", kMaxTagDepth);
+    return TRIRACE_ERR_INVALID;
+  }
+  s.merged[s.depth] = s.depth == 0 ? *tag : MergeTags(s.merged[s.depth - 1], *tag);
+  ++s.depth;
+  return TRIRACE_OK;
+}
+
+int PopTag() {
+  TagStack& s = t_stack;
+  if (s.depth == 0) {
+    g_unbalanced_pops.fetch_add(1, std::memory_order_relaxed);
+    TRIRACE_WARN_ONCE(INTERPOSE, "trirace_pop_tag: called with no tag pushed on this thread (unbalanced push/pop); "
+                      "ignored. Further unbalanced pops are counted in the exit summary");
+    return TRIRACE_ERR_UNBALANCED;
+  }
+  --s.depth;
+  return TRIRACE_OK;
+}
+
+int SetCommRole(struct ncclComm* comm, int role) {
+  if (role < TRIRACE_ROLE_UNKNOWN || role > TRIRACE_ROLE_EXPERT) {
+    TRIRACE_WARN(INTERPOSE, "trirace_set_comm_role: role %d is not a trirace_role_t (accepted: 0..4); ignored", role);
+    return TRIRACE_ERR_INVALID;
+  }
+  return Shim::Get().SetCommRole(comm, role) ? TRIRACE_OK : TRIRACE_ERR_INVALID;
+}
+
+int IterationBegin(int64_t iteration) {
+  g_iteration.store(iteration, std::memory_order_relaxed);
+  g_in_iteration.store(true, std::memory_order_relaxed);
+  Shim::Get().RecordIteration(iteration, /*begin=*/true);
+  return TRIRACE_OK;
+}
+
+int IterationEnd(int64_t iteration) {
+  if (!g_in_iteration.exchange(false, std::memory_order_relaxed)) {
+    g_unbalanced_ends.fetch_add(1, std::memory_order_relaxed);
+    TRIRACE_WARN_ONCE(INTERPOSE, "trirace_iteration_end(%d): no iteration is open (unbalanced begin/end); ignored",
+                      iteration);
+    return TRIRACE_ERR_UNBALANCED;
+  }
+  Shim::Get().RecordIteration(iteration, /*begin=*/false);
+  return TRIRACE_OK;
+}
+
+int SchedulerActive() { return Shim::Get().scheduling() ? 1 : 0; }
+
+const trirace_api_v1_t kApi = {
+    .size = sizeof(trirace_api_v1_t),
+    .version = TRIRACE_API_VERSION,
+    .push_tag = PushTag,
+    .pop_tag = PopTag,
+    .set_comm_role = SetCommRole,
+    .iteration_begin = IterationBegin,
+    .iteration_end = IterationEnd,
+    .scheduler_active = SchedulerActive,
+};
+
+int32_t Pick32(int32_t outer, int32_t inner) { return inner != TRIRACE_UNSET ? inner : outer; }
+
+}  // namespace
+
+trirace_tag_t MergeTags(const trirace_tag_t& outer, const trirace_tag_t& inner) {
+  trirace_tag_t t;
+  t.layer = Pick32(outer.layer, inner.layer);
+  t.stage = Pick32(outer.stage, inner.stage);
+  t.micro_batch = Pick32(outer.micro_batch, inner.micro_batch);
+  t.phase = Pick32(outer.phase, inner.phase);
+  t.iteration = inner.iteration != TRIRACE_UNSET ? inner.iteration : outer.iteration;
+  t.traffic_class = Pick32(outer.traffic_class, inner.traffic_class);
+  t.priority = Pick32(outer.priority, inner.priority);
+  return t;
+}
+
+trirace_tag_t CurrentTag() {
+  const TagStack& s = t_stack;
+  static constexpr trirace_tag_t kNoTag = TRIRACE_TAG_INIT;
+  trirace_tag_t t = s.depth > 0 ? s.merged[s.depth - 1] : kNoTag;
+  if (t.iteration == TRIRACE_UNSET) t.iteration = g_iteration.load(std::memory_order_relaxed);
+  return t;
+}
+
+int TagDepth() { return t_stack.depth; }
+
+const trirace_api_v1_t* AnnotationApi() { return &kApi; }
+
+AnnotationCounters GetAnnotationCounters() {
+  return {g_unbalanced_pops.load(std::memory_order_relaxed), g_unbalanced_ends.load(std::memory_order_relaxed),
+          g_overflows.load(std::memory_order_relaxed)};
+}
+
+}  // namespace trirace::interpose

@@ -1,0 +1,49 @@
+// Annotation state: the shim's implementation of include/trirace/trirace.h.
+//
+// Each thread has a stack of tags. A push stores the tag merged with the
+// one below it (fields left TRIRACE_UNSET inherit), so CurrentTag() is one
+// thread-local read: the op takes the top, or TRIRACE_TAG_INIT when the
+// stack is empty. An op whose tag has no iteration takes the one set by
+// trirace_iteration_begin(). Misuse (pop on an empty stack, end without a
+// begin, a stack deeper than kMaxTagDepth) returns the header's error code
+// and logs one WARN per kind of misuse per process; the counts appear in
+// the exit summary.
+//
+// AnnotationApi() is the table trirace_get_api() returns. set_comm_role
+// and the trace/summary hooks go through the process's Shim (shim.h).
+//
+// Thread safety: tag stacks are thread-local; the iteration and counters
+// are atomics.
+#ifndef TRIRACE_INTERPOSE_ANNOTATIONS_H_
+#define TRIRACE_INTERPOSE_ANNOTATIONS_H_
+
+#include <cstdint>
+
+#include "trirace/trirace.h"
+
+namespace trirace::interpose {
+
+inline constexpr int kMaxTagDepth = 64;
+
+// The innermost (merged) tag of the calling thread, with the current
+// iteration filled in when the tag has none.
+trirace_tag_t CurrentTag();
+// Depth of the calling thread's stack.
+int TagDepth();
+
+// `inner` with every TRIRACE_UNSET field taken from `outer`.
+trirace_tag_t MergeTags(const trirace_tag_t& outer, const trirace_tag_t& inner);
+
+// The API table handed to programs (size, version and every function set).
+const trirace_api_v1_t* AnnotationApi();
+
+struct AnnotationCounters {
+  uint64_t unbalanced_pops;
+  uint64_t unbalanced_iteration_ends;
+  uint64_t overflowed_pushes;
+};
+AnnotationCounters GetAnnotationCounters();
+
+}  // namespace trirace::interpose
+
+#endif  // TRIRACE_INTERPOSE_ANNOTATIONS_H_

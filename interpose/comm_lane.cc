@@ -1,0 +1,58 @@
+#include "interpose/comm_lane.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace trirace::interpose {
+
+bool OpenGateWord(const device::GateBlock& gates, size_t index, uint32_t value) {
+  std::atomic_ref<uint32_t> word(*gates.host_word(index));
+  uint32_t current = word.load(std::memory_order_acquire);
+  while (static_cast<int32_t>(value - current) > 0) {
+    if (word.compare_exchange_weak(current, value, std::memory_order_release, std::memory_order_acquire)) return true;
+  }
+  return false;
+}
+
+bool GateWordOpen(const device::GateBlock& gates, size_t index, uint32_t value) {
+  return static_cast<int32_t>(gates.Value(index) - value) >= 0;
+}
+
+absl::StatusOr<std::unique_ptr<CommLane>> CommLane::Create(device::Device& dev, CommState* comm) {
+  std::unique_ptr<CommLane> lane(new CommLane(dev, comm));
+  absl::StatusOr<device::StreamHandle> stream = dev.CreateStream();
+  if (!stream.ok()) return stream.status();
+  lane->stream_ = *stream;
+  for (device::EventHandle* e : {&lane->in_event_, &lane->done_event_}) {
+    absl::StatusOr<device::EventHandle> event = dev.CreateEvent();
+    if (!event.ok()) return event.status();
+    *e = *event;
+  }
+  absl::StatusOr<std::unique_ptr<device::GateBlock>> gates = dev.AllocateGates(kGateSlots);
+  if (!gates.ok()) return gates.status();
+  lane->gates_ = *std::move(gates);
+  return lane;
+}
+
+CommLane::~CommLane() {
+  // Only reached when creation failed part way: nothing was enqueued yet.
+  if (in_event_ != nullptr) dev_.DestroyEvent(in_event_).IgnoreError();
+  if (done_event_ != nullptr) dev_.DestroyEvent(done_event_).IgnoreError();
+  if (stream_ != nullptr) dev_.DestroyStream(stream_).IgnoreError();
+}
+
+bool CommLane::AcquireGate(uint32_t* slot, uint32_t* value) {
+  const uint64_t use = uses_;
+  *slot = static_cast<uint32_t>(use % kGateSlots);
+  *value = static_cast<uint32_t>(use / kGateSlots + 1);
+  // The slot's previous use waited for value - 1; it must be open already.
+  if (use >= kGateSlots && !GateWordOpen(*gates_, *slot, *value - 1)) return false;
+  ++uses_;
+  return true;
+}
+
+void CommLane::Watch(const WatchEntry& e) {
+  std::lock_guard<std::mutex> lock(watch_mu_);
+  watch_.push_back(e);
+}
+
+}  // namespace trirace::interpose

@@ -1,0 +1,156 @@
+// CommLane and GateTicket: the per-communicator machinery of the gated
+// launch (gated_launcher.h).
+//
+// A CommLane is created on a comm's first gated op and kept for the process
+// (CommState::lane). It owns the comm's dedicated stream D, two reusable
+// events (a stream wait captures an event's recorded point at the time of the
+// wait, so one E_in and one E_done serve every op), and a ring of kGateSlots
+// gate words. Gate use n of the lane waits on word n % kGateSlots for value
+// n / kGateSlots + 1; opening stores that value (never lowering a word, so a
+// late or repeated open is harmless). A slot is reused only once its previous
+// use was opened: with more than kGateSlots gates of one comm still closed the
+// next op runs ungated (AcquireGate says so).
+//
+// A GateTicket is one unit the engine knows as a task: a gated op, one chunk
+// of it, a gated user group, or an ungated P2P op (tracked for link state).
+// Three parties hold it: the engine's release (OpenGate), the completion
+// callback on the stream, and the watchdog (gate_watchdog.h). Each calls
+// Arrive() with its bit once; the second of release/completion tells the
+// engine the task completed, and the last of the three frees the ticket.
+//
+// Thread safety: CommLane::mu serialises the issue path of one comm (stream
+// operations must reach the streams in one order); gate words are atomics;
+// the watch list has its own lock (the watchdog never takes mu). Tickets are
+// shared as described above.
+#ifndef TRIRACE_INTERPOSE_COMM_LANE_H_
+#define TRIRACE_INTERPOSE_COMM_LANE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "interpose/comm_state.h"
+#include "interpose/device/device.h"
+#include "interpose/trace_record.h"
+#include "scheduler/task.h"
+
+namespace trirace::interpose {
+
+class GatedLauncher;
+
+// Raises gate word `index` to `value` (cyclic compare); false when it was
+// already open for `value`.
+bool OpenGateWord(const device::GateBlock& gates, size_t index, uint32_t value);
+// True when word `index` is open for `value`.
+bool GateWordOpen(const device::GateBlock& gates, size_t index, uint32_t value);
+
+struct GateTicket {
+  static constexpr uint32_t kReleased = 1;  // the engine opened the gate (or it had none)
+  static constexpr uint32_t kDone = 2;      // the stream ran past the unit
+  static constexpr uint32_t kWatched = 4;   // the watchdog is done with it
+  static constexpr uint32_t kAll = 7;
+
+  GatedLauncher* launcher = nullptr;
+  CommLane* lane = nullptr;  // nullptr: no gate (P2P on the user stream)
+  sched::TaskId task = 0;
+  bool gated = false;
+  uint32_t slot = 0;
+  uint32_t value = 0;
+  std::atomic<uint32_t> arrived{0};
+  std::atomic<int> streams_left{1};  // completion callbacks still to come
+  // First opener writes these, before opening the word.
+  std::atomic<int64_t> release_ns{0};
+  int16_t reason = -1;  // sched::ReleaseReason, written with release_ns
+  uint32_t chunk_index = 0;
+  uint32_t chunk_count = 1;
+  CommState* state = nullptr;
+  std::vector<TraceRecord> records;  // finished at completion
+};
+
+// Records `bit` (kReleased, kDone or kWatched) on `ticket`; tells the engine
+// the task completed once both kReleased and kDone are in; frees the ticket
+// after the last bit. Defined in gated_launcher.cc.
+void Arrive(GateTicket* ticket, uint32_t bit);
+
+// One gate the watchdog must see open by `deadline_ns`.
+struct WatchEntry {
+  int64_t deadline_ns = 0;
+  GateTicket* ticket = nullptr;
+};
+
+class CommLane {
+ public:
+  static constexpr size_t kGateSlots = 1024;
+
+  // Creates D, the two events and the gate ring on `dev`.
+  static absl::StatusOr<std::unique_ptr<CommLane>> Create(device::Device& dev, CommState* comm);
+  ~CommLane();
+  CommLane(const CommLane&) = delete;
+  CommLane& operator=(const CommLane&) = delete;
+
+  device::StreamHandle stream() const { return stream_; }
+  device::EventHandle in_event() const { return in_event_; }
+  device::EventHandle done_event() const { return done_event_; }
+  const device::GateBlock& gates() const { return *gates_; }
+  CommState* comm() const { return comm_; }
+  int device() const { return comm_->device; }
+
+  // Next gate use (mu held): false when its slot's previous use is still
+  // closed (then the unit runs without a gate).
+  bool AcquireGate(uint32_t* slot, uint32_t* value);
+
+  // The watch list (own lock).
+  void Watch(const WatchEntry& e);
+  // Drops entries whose gate is open; opens the ones past `now` (calls
+  // `expired` for each before opening). Returns the earliest deadline left,
+  // or sched::kNeverNs.
+  template <typename Fn>
+  int64_t Sweep(int64_t now, Fn&& expired);
+
+  std::mutex mu;  // the issue path
+
+ private:
+  CommLane(device::Device& dev, CommState* comm) : dev_(dev), comm_(comm) {}
+
+  device::Device& dev_;
+  CommState* const comm_;
+  device::StreamHandle stream_ = nullptr;
+  device::EventHandle in_event_ = nullptr;
+  device::EventHandle done_event_ = nullptr;
+  std::unique_ptr<device::GateBlock> gates_;
+  uint64_t uses_ = 0;  // mu held
+
+  std::mutex watch_mu_;
+  std::deque<WatchEntry> watch_;
+};
+
+template <typename Fn>
+int64_t CommLane::Sweep(int64_t now, Fn&& expired) {
+  std::vector<GateTicket*> finished;
+  int64_t next = sched::kNeverNs;
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    while (!watch_.empty()) {
+      WatchEntry& e = watch_.front();
+      if (!GateWordOpen(*gates_, e.ticket->slot, e.ticket->value)) {
+        if (e.deadline_ns > now) {
+          next = e.deadline_ns;
+          break;
+        }
+        expired(e.ticket);
+      }
+      finished.push_back(e.ticket);
+      watch_.pop_front();
+    }
+  }
+  // Outside the lock: the last arrival frees the ticket.
+  for (GateTicket* t : finished) Arrive(t, GateTicket::kWatched);
+  return next;
+}
+
+}  // namespace trirace::interpose
+
+#endif  // TRIRACE_INTERPOSE_COMM_LANE_H_

@@ -1,0 +1,88 @@
+#include "interpose/gate_watchdog.h"
+
+#include <algorithm>
+#include <chrono>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+
+namespace trirace::interpose {
+
+GateWatchdog::GateWatchdog(int64_t bound_ns, std::function<void(GateTicket*)> expired)
+    : lead_ns_(bound_ns - bound_ns / 16), coalesce_ns_(std::max<int64_t>(bound_ns / 16, 1000)),
+      expired_(std::move(expired)) {}
+
+GateWatchdog::~GateWatchdog() { Stop(); }
+
+absl::Status GateWatchdog::Start() {
+  try {
+    thread_ = std::thread([this] { Run(); });
+  } catch (const std::system_error& e) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot start the gate watchdog thread: ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+void GateWatchdog::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void GateWatchdog::AddLane(CommLane* lane) {
+  std::lock_guard<std::mutex> lock(mu_);
+  lanes_.push_back(lane);
+}
+
+void GateWatchdog::Watch(CommLane* lane, GateTicket* ticket, int64_t call_ns) {
+  const int64_t deadline = call_ns + lead_ns_;
+  lane->Watch({deadline, ticket});
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (sleeping_until_ == 0) {
+      dirty_ = true;  // awake: it sweeps again before sleeping
+      wake = false;
+    } else {
+      wake = deadline < sleeping_until_;  // typically only when it sleeps without timeout
+      if (wake) sleeping_until_ = deadline;
+    }
+  }
+  if (wake) cv_.notify_one();
+}
+
+void GateWatchdog::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    const std::vector<CommLane*> lanes = lanes_;
+    sleeping_until_ = 0;  // awake: Watch() marks dirty_ instead of notifying
+    dirty_ = false;
+    lock.unlock();
+    const int64_t now = MonotonicNs();
+    int64_t next = sched::kNeverNs;
+    for (CommLane* lane : lanes) {
+      next = std::min(next, lane->Sweep(now, [this](GateTicket* t) {
+        expired_(t);
+        if (OpenGateWord(t->lane->gates(), t->slot, t->value)) opened_.fetch_add(1, std::memory_order_relaxed);
+      }));
+    }
+    lock.lock();
+    if (stop_) break;
+    if (dirty_) continue;  // a Watch() came in during the sweep
+    if (next == sched::kNeverNs) {
+      sleeping_until_ = sched::kNeverNs;
+      cv_.wait(lock, [this] { return stop_ || sleeping_until_ != sched::kNeverNs; });
+    } else {
+      const int64_t wake = std::max(next, now + coalesce_ns_);
+      sleeping_until_ = wake;
+      cv_.wait_for(lock, std::chrono::nanoseconds(wake - MonotonicNs()),
+                   [this, wake] { return stop_ || sleeping_until_ < wake; });
+    }
+  }
+}
+
+}  // namespace trirace::interpose

@@ -1,0 +1,162 @@
+// GatedLauncher: the launcher of TRIRACE_MODE=schedule (docs/design.md,
+// "Execution model: gated launch"; docs/shim.md, "Schedule mode").
+//
+// The host launch order never changes: every op is issued to the real NCCL
+// in the calling thread, at call time, in the application's order. What the
+// scheduler decides is when the comm's dedicated stream D may start it. Per
+// collective (not in a user group), under the comm's CommLane lock:
+//
+//   record E_in on the user stream U;  D waits E_in
+//   per chunk i (AllReduce/Reduce/Broadcast above TRIRACE_CHUNK_BYTES,
+//   split by sched::PlanChunks; else one unit):
+//     D: wait gate i;  real call (chunk i) on D;  D: completion callback i
+//     register task i with the engine (ReserveId + Submit; cookie = ticket)
+//   record E_done on D;  U waits E_done;  return the real result
+//
+// Send/Recv run on U as called, without a gate; a completion callback on U
+// reports them (ungated tasks: link state for the policy).
+//
+// A user group (ncclGroupStart/End) is issued as one unit. The real
+// GroupStart and every op go to the real NCCL at call time (so each call
+// returns its real result); the first op decides the group's kind:
+//   - collective first: every op of the group is issued on that comm's D
+//     (NCCL queues grouped ops until GroupEnd, so the stream work is still
+//     ahead). At the outermost GroupEnd: E_in of every user stream involved
+//     -> D, one gate, the real GroupEnd (its result is returned), the
+//     completion callback, E_done -> every user stream, one task.
+//   - Send/Recv first: ops stay on their streams; one ungated task whose
+//     completion is a callback on each stream involved.
+// Ops of the group on a comm that cannot be gated, or on another device,
+// keep their own stream (they join the group's completion).
+//
+// Passthrough (the op runs as in observe mode): the comm is unknown or
+// nonblocking (v1 limitation), its role is in TRIRACE_EXCLUDE_ROLES, the
+// user stream is being captured (or capture cannot be queried), or an
+// earlier step of the gated path failed (one WARN, then passthrough for the
+// process). Create() fails, and the shim observes, when
+// CUDA_DEVICE_MAX_CONNECTIONS=1 (one hardware queue: a closed gate would
+// stall every stream) or no device backend opens.
+//
+// Gates open when the engine releases the task (GateOpener::OpenGate) or,
+// at the latest, by the hold bound: the engine applies it itself, and the
+// GateWatchdog opens any gate the engine has not opened by then.
+//
+// Trace: a taken record per unit (chunk, or op of a group) ends at the
+// unit's completion callback and carries gate_wait_ns (call -> release),
+// run_ns (release -> completion), release_reason (sched::ReleaseReason) and
+// chunk_index/chunk_count.
+//
+// Thread safety: Launch/Group* from any application threads (per-thread
+// group state is thread-local; per-comm state in CommLane); OpenGate from
+// engine threads; completion callbacks from stream threads.
+#ifndef TRIRACE_INTERPOSE_GATED_LAUNCHER_H_
+#define TRIRACE_INTERPOSE_GATED_LAUNCHER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "interpose/comm_lane.h"
+#include "interpose/device/device.h"
+#include "interpose/gate_watchdog.h"
+#include "interpose/launcher.h"
+#include "scheduler/engine.h"
+#include "scheduler/link_model.h"
+
+namespace trirace::interpose {
+
+// Bit i set: role i (trirace_role_t) is excluded. Parses TRIRACE_EXCLUDE_ROLES
+// text ("pipeline,expert"); unknown names are reported in `bad`.
+uint32_t ParseExcludedRoles(absl::string_view text, std::string* bad);
+
+class GatedLauncher final : public Launcher, public sched::GateOpener {
+ public:
+  struct Stats {
+    uint64_t gated_units = 0;    // units behind a gate
+    uint64_t ungated_units = 0;  // P2P / P2P groups / gate ring full
+    uint64_t passthrough = 0;    // ops issued as in observe mode
+    uint64_t watchdog_opens = 0;
+    sched::EngineStats engine;
+  };
+
+  // Opens the device backend for `real`, builds the engine from the params
+  // (TRIRACE_POLICY, TRIRACE_MAX_HOLD_US, ...). The error says why schedule
+  // mode cannot run (the shim then observes).
+  static absl::StatusOr<std::unique_ptr<GatedLauncher>> Create(const RealNccl& real, RecordSink* sink);
+  ~GatedLauncher() override;
+
+  ncclResult_t Launch(const Op& op, OpRecording* recording) override;
+  ncclResult_t GroupStart(int depth_after) override;
+  ncclResult_t GroupEnd(int depth_after) override;
+  ncclResult_t GroupSimulateEnd(ncclSimInfo_t* info, int depth_after) override;
+  bool gated() const override { return true; }
+  absl::string_view name() const override { return "gated"; }
+  void BeginIteration(int64_t iteration) override;
+  void Shutdown() override;
+
+  // sched::GateOpener
+  void OpenGate(const sched::ReleasedTask& task) override;
+
+  Stats stats() const;
+  absl::string_view device_name() const { return dev_->name(); }
+  std::string_view policy_name() const { return engine_->policy_name(); }
+
+  // Completion callback target (stream threads); public for the C callback.
+  void UnitDone(GateTicket* ticket);
+  sched::Engine& engine() { return *engine_; }
+
+ // Thread-local state of the calling thread's user group (gated_launcher.cc).
+  struct Group;
+
+ private:
+  GatedLauncher(const RealNccl& real, RecordSink* sink, std::unique_ptr<device::Device> dev);
+
+  // Whether `op` may be gated; false: passthrough.
+  bool CanGate(const Op& op);
+  // The comm's lane, created on first use; nullptr after a failure (which
+  // disables gating).
+  CommLane* LaneFor(CommState* state);
+  ncclResult_t LaunchGated(const Op& op, CommLane& lane, const TraceRecord& base);
+  ncclResult_t LaunchUngatedP2P(const Op& op, const TraceRecord& base);
+  ncclResult_t EndGatedGroup(Group& g);
+  void EndUngatedGroup(Group& g);
+
+  GateTicket* NewTicket(CommLane* lane, CommState* state);
+  sched::TaskSpec SpecFor(const TraceRecord& base, uint64_t bytes, const CommLane* lane) const;
+  // Registers the ticket's task; a gated one not released at once is
+  // watched. True when no gate is needed on the stream (ungated, or the
+  // policy released it inside Submit).
+  bool Submit(GateTicket* t, sched::TaskSpec spec, int64_t call_ns);
+  // Puts t's gate wait on the lane's stream (lane.mu held).
+  void PutGate(CommLane& lane, GateTicket& t);
+  // Fails the gated path for the process (one WARN).
+  void Fail(const absl::Status& status, absl::string_view step);
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
+
+  const RealNccl& real_;
+  RecordSink* const sink_;
+  std::unique_ptr<device::Device> dev_;
+  std::unique_ptr<sched::NicLinkModel> links_;
+  std::vector<sched::LinkId> local_links_;
+  std::unique_ptr<sched::Engine> engine_;
+  std::unique_ptr<GateWatchdog> watchdog_;
+  uint64_t chunk_bytes_ = 0;
+  uint32_t excluded_roles_ = 0;
+  std::atomic<bool> failed_{false};
+
+  std::mutex lanes_mu_;  // lane creation
+  std::vector<std::unique_ptr<CommLane>> lanes_;
+
+  std::atomic<uint64_t> gated_units_{0};
+  std::atomic<uint64_t> ungated_units_{0};
+  std::atomic<uint64_t> passthrough_{0};
+};
+
+}  // namespace trirace::interpose
+
+#endif  // TRIRACE_INTERPOSE_GATED_LAUNCHER_H_

@@ -1,0 +1,127 @@
+#include "interpose/op.h"
+
+namespace trirace::interpose {
+
+absl::string_view FuncName(Func func) {
+  switch (func) {
+    case Func::kReduce: return "Reduce";
+    case Func::kBcast: return "Bcast";
+    case Func::kBroadcast: return "Broadcast";
+    case Func::kAllReduce: return "AllReduce";
+    case Func::kReduceScatter: return "ReduceScatter";
+    case Func::kAllGather: return "AllGather";
+    case Func::kAlltoAll: return "AlltoAll";
+    case Func::kGather: return "Gather";
+    case Func::kScatter: return "Scatter";
+    case Func::kSend: return "Send";
+    case Func::kRecv: return "Recv";
+  }
+  return "?";
+}
+
+bool HasRoot(Func func) {
+  switch (func) {
+    case Func::kReduce:
+    case Func::kBcast:
+    case Func::kBroadcast:
+    case Func::kGather:
+    case Func::kScatter:
+      return true;
+    default:
+      return false;
+  }
+}
+
+size_t DataTypeSize(ncclDataType_t dtype) {
+  switch (dtype) {
+    case ncclInt8:
+    case ncclUint8:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2:
+      return 1;
+    case ncclFloat16:
+    case ncclBfloat16:
+      return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32:
+      return 4;
+    case ncclInt64:
+    case ncclUint64:
+    case ncclFloat64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+absl::string_view DataTypeName(ncclDataType_t dtype) {
+  switch (dtype) {
+    case ncclInt8: return "int8";
+    case ncclUint8: return "uint8";
+    case ncclInt32: return "int32";
+    case ncclUint32: return "uint32";
+    case ncclInt64: return "int64";
+    case ncclUint64: return "uint64";
+    case ncclFloat16: return "float16";
+    case ncclFloat32: return "float32";
+    case ncclFloat64: return "float64";
+    case ncclBfloat16: return "bfloat16";
+    case ncclFloat8e4m3: return "float8e4m3";
+    case ncclFloat8e5m2: return "float8e5m2";
+    default: return "unknown";
+  }
+}
+
+absl::string_view RedOpName(ncclRedOp_t op) {
+  switch (op) {
+    case ncclSum: return "sum";
+    case ncclProd: return "prod";
+    case ncclMax: return "max";
+    case ncclMin: return "min";
+    case ncclAvg: return "avg";
+    default: return "custom";
+  }
+}
+
+ncclResult_t CallReal(const RealNccl& real, const Op& op) {
+  switch (op.func) {
+    case Func::kReduce:
+      if (real.Reduce == nullptr) break;
+      return real.Reduce(op.sendbuff, op.recvbuff, op.count, op.datatype, op.redop, op.peer_or_root, op.comm,
+                         op.stream);
+    case Func::kBcast:
+      if (real.Bcast == nullptr) break;
+      return real.Bcast(op.recvbuff, op.count, op.datatype, op.peer_or_root, op.comm, op.stream);
+    case Func::kBroadcast:
+      if (real.Broadcast == nullptr) break;
+      return real.Broadcast(op.sendbuff, op.recvbuff, op.count, op.datatype, op.peer_or_root, op.comm, op.stream);
+    case Func::kAllReduce:
+      if (real.AllReduce == nullptr) break;
+      return real.AllReduce(op.sendbuff, op.recvbuff, op.count, op.datatype, op.redop, op.comm, op.stream);
+    case Func::kReduceScatter:
+      if (real.ReduceScatter == nullptr) break;
+      return real.ReduceScatter(op.sendbuff, op.recvbuff, op.count, op.datatype, op.redop, op.comm, op.stream);
+    case Func::kAllGather:
+      if (real.AllGather == nullptr) break;
+      return real.AllGather(op.sendbuff, op.recvbuff, op.count, op.datatype, op.comm, op.stream);
+    case Func::kAlltoAll:
+      if (real.AlltoAll == nullptr) break;
+      return real.AlltoAll(op.sendbuff, op.recvbuff, op.count, op.datatype, op.comm, op.stream);
+    case Func::kGather:
+      if (real.Gather == nullptr) break;
+      return real.Gather(op.sendbuff, op.recvbuff, op.count, op.datatype, op.peer_or_root, op.comm, op.stream);
+    case Func::kScatter:
+      if (real.Scatter == nullptr) break;
+      return real.Scatter(op.sendbuff, op.recvbuff, op.count, op.datatype, op.peer_or_root, op.comm, op.stream);
+    case Func::kSend:
+      if (real.Send == nullptr) break;
+      return real.Send(op.sendbuff, op.count, op.datatype, op.peer_or_root, op.comm, op.stream);
+    case Func::kRecv:
+      if (real.Recv == nullptr) break;
+      return real.Recv(op.recvbuff, op.count, op.datatype, op.peer_or_root, op.comm, op.stream);
+  }
+  return ncclInvalidUsage;
+}
+
+}  // namespace trirace::interpose

@@ -1,0 +1,87 @@
+// Op: one intercepted NCCL communication call, as the launcher sees it.
+//
+// Each wrapper of a collective or point-to-point function (ncclAllReduce,
+// ncclSend, ...) builds an Op holding every argument of the call plus what
+// the shim adds (the comm's registry entry, the calling thread's tag, the
+// group id, the per-comm sequence number) and hands it to the Launcher
+// (launcher.h). CallReal() re-issues an Op through the real library, which
+// is how a launcher runs it: unchanged in observe mode, or on another stream
+// or as chunks (a copy with other buffers/count) in schedule mode.
+//
+// Thread safety: an Op is a value owned by the calling thread.
+#ifndef TRIRACE_INTERPOSE_OP_H_
+#define TRIRACE_INTERPOSE_OP_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/strings/string_view.h"
+#include "interpose/real_nccl.h"
+#include "nccl.h"
+#include "trirace/trirace.h"
+
+namespace trirace::interpose {
+
+struct CommState;
+
+// The communication functions that become Ops, in nccl.h order.
+enum class Func : uint8_t {
+  kReduce,
+  kBcast,
+  kBroadcast,
+  kAllReduce,
+  kReduceScatter,
+  kAllGather,
+  kAlltoAll,
+  kGather,
+  kScatter,
+  kSend,
+  kRecv,
+};
+inline constexpr int kFuncCount = 11;
+
+// "AllReduce", "Send", ... (the NCCL name without the prefix).
+absl::string_view FuncName(Func func);
+// True for Send and Recv.
+inline bool IsPointToPoint(Func func) { return func == Func::kSend || func == Func::kRecv; }
+// True when the Op's peer_or_root field is a root (Reduce, Bcast, Broadcast,
+// Gather, Scatter); false when it is a peer (Send, Recv) or unused.
+bool HasRoot(Func func);
+
+// Size in bytes of one element of `dtype`; 0 for a value nccl.h does not define.
+size_t DataTypeSize(ncclDataType_t dtype);
+// "float32", "int8", ...; "unknown" for a value nccl.h does not define.
+absl::string_view DataTypeName(ncclDataType_t dtype);
+// "sum", "prod", "max", "min", "avg", or "custom" for a PreMulSum op.
+absl::string_view RedOpName(ncclRedOp_t op);
+
+struct Op {
+  Func func = Func::kAllReduce;
+  // The call's arguments. Unused ones keep these defaults: Bcast passes its
+  // buffer as both sendbuff and recvbuff; Send has no recvbuff, Recv no
+  // sendbuff; redop is meaningful for Reduce/AllReduce/ReduceScatter.
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  size_t count = 0;
+  ncclDataType_t datatype = ncclFloat32;
+  ncclRedOp_t redop = ncclSum;
+  int peer_or_root = -1;
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+
+  // Added by the shim before the launcher sees the Op.
+  size_t bytes = 0;                      // count x element size
+  CommState* state = nullptr;            // nullptr: comm unknown to the registry
+  trirace_tag_t tag = TRIRACE_TAG_INIT;  // innermost tag of the calling thread
+  uint64_t group_id = 0;                 // 0: outside ncclGroupStart/End
+  uint64_t seq = 0;                      // issue order on its comm, from 0
+  int64_t call_ns = 0;                   // MonotonicNs() when the call arrived
+};
+
+// Issues `op` through the real library with exactly the arguments it holds.
+// Returns ncclInvalidUsage if the real library lacks the function.
+ncclResult_t CallReal(const RealNccl& real, const Op& op);
+
+}  // namespace trirace::interpose
+
+#endif  // TRIRACE_INTERPOSE_OP_H_

@@ -1,0 +1,404 @@
+#include "interpose/shim.h"
+
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/clock.h"
+#include "common/logging.h"
+#include "common/params.h"
+#include "common/process_info.h"
+#include "common/status.h"
+#include "interpose/annotations.h"
+#include "interpose/gated_launcher.h"
+#include "interpose/summary.h"
+
+namespace trirace::interpose {
+
+thread_local int ReentryGuard::depth_ = 0;
+
+// An op waiting for its stream to reach it.
+struct PendingOp {
+  TraceRecord record;
+  CommState* state;
+  Shim* shim;
+};
+
+namespace {
+
+std::atomic<Shim*> g_shim{nullptr};
+std::mutex g_init_mutex;
+thread_local Shim* t_initializing = nullptr;
+
+// The calling thread's group (ncclGroupStart/End) state.
+thread_local int t_group_depth = 0;
+thread_local uint64_t t_group_id = 0;
+struct GroupPending {
+  PendingOp* op;
+  cudaStream_t stream;
+};
+thread_local std::vector<GroupPending> t_group_pending;
+
+void AtExit() {
+  if (Shim* s = g_shim.load(std::memory_order_acquire)) s->Shutdown();
+}
+
+std::string VersionText(int code) {
+  return absl::StrFormat("%d.%d.%d", NcclMajor(code), NcclMinor(code), NcclPatch(code));
+}
+
+}  // namespace
+
+Shim& Shim::Get() {
+  Shim* s = g_shim.load(std::memory_order_acquire);
+  if (s != nullptr) [[likely]] return *s;
+  if (t_initializing != nullptr) return *t_initializing;
+  return *Create();
+}
+
+Shim* Shim::Create() {
+  std::lock_guard<std::mutex> lock(g_init_mutex);
+  if (Shim* s = g_shim.load(std::memory_order_acquire)) return s;
+  Shim* s = new Shim();  // lives for the process: exit hooks and stream callbacks use it
+  t_initializing = s;
+  s->Initialize();
+  t_initializing = nullptr;
+  g_shim.store(s, std::memory_order_release);
+  return s;
+}
+
+void Shim::Initialize() {
+  const std::string& library = ParamString(ParamId::kNcclLibrary);
+  auto real = ResolveRealNccl(library);
+  if (!real.ok()) {
+    resolve_error_ = std::string(real.status().message());
+    TRIRACE_WARN(INTERPOSE, "%s; every NCCL call returns an error", resolve_error_);
+    return;
+  }
+  real_ = *std::move(real);
+  {
+    ReentryGuard guard;  // the real ncclGetVersion may call ours back
+    if (real_->GetVersion(&version_) != ncclSuccess) version_ = 0;
+  }
+  TRIRACE_INFO(INTERPOSE, "real NCCL %s (code %d) at %s (%s)%s", VersionText(version_), version_, real_->path,
+               real_->how, real_->is_hostccl ? ", hostccl host streams" : "");
+  if (real_->missing > 0) {
+    TRIRACE_INFO(INTERPOSE, "the real NCCL lacks %d of the %d functions of nccl.h %d.%d; their wrappers return "
+                 "ncclInvalidUsage", real_->missing, 40, NCCL_MAJOR, NCCL_MINOR);
+  }
+  bool observe_only = false;
+  if (version_ < kOldestSupportedNccl || version_ / 100 * 100 > kNewestKnownNcclMinor) {
+    TRIRACE_WARN(INTERPOSE, "real NCCL %s (code %d) is outside the versions this shim knows (%s to %d.%d.x): "
+                 "observe only", VersionText(version_), version_, VersionText(kOldestSupportedNccl), NCCL_MAJOR,
+                 NCCL_MINOR);
+    observe_only = true;
+  }
+
+  const std::string& mode = ParamEnum(ParamId::kMode);
+  if (mode == "off") {
+    mode_ = Mode::kOff;
+  } else if (mode == "schedule" && observe_only) {
+    TRIRACE_WARN(INTERPOSE, "TRIRACE_MODE=schedule: this NCCL is observe only; running in observe mode");
+    mode_ = Mode::kObserve;
+  } else if (mode == "schedule") {
+    auto gated = GatedLauncher::Create(*real_, this);
+    if (gated.ok()) {
+      launcher_ = *std::move(gated);
+      mode_ = Mode::kSchedule;
+    } else {
+      TRIRACE_WARN(INTERPOSE, "TRIRACE_MODE=schedule: %s; running in observe mode (no op is gated)",
+                   gated.status().message());
+      mode_ = Mode::kObserve;
+    }
+  } else {
+    mode_ = Mode::kObserve;
+  }
+  if (launcher_ == nullptr) launcher_ = std::make_unique<ObserveLauncher>(*real_);
+  if (mode_ == Mode::kOff) return;  // pure forwarding: no trace, no exit hook
+
+  completion_ = CompletionTracker::ForLibrary(*real_);
+  const std::string& trace = ParamString(ParamId::kTrace);
+  if (!trace.empty()) {
+    TraceWriter::Options options;
+    options.path_pattern = trace;
+    options.buffer_bytes = static_cast<size_t>(ParamInt(ParamId::kTraceBufferMb)) << 20;
+    options.info = {{"producer", "TriRace libtrirace.so"},
+                    {"mode", std::string(mode)},
+                    {"nccl", absl::StrCat(VersionText(version_), " ", real_->path)},
+                    {"completion", completion_ != nullptr ? "stream" : "return"}};
+    options.on_failure = [this](const std::string& why) { Disable(absl::StrCat("trace: ", why)); };
+    options.in_flight = [this] { return in_flight_.load(std::memory_order_relaxed); };
+    auto writer = TraceWriter::Start(std::move(options), &registry_);
+    if (!writer.ok()) {
+      TRIRACE_WARN(INTERPOSE, "TRIRACE_TRACE=\"%s\": %s; the shim only forwards from now on", trace,
+                   writer.status().message());
+      return;
+    }
+    trace_ = *std::move(writer);
+  }
+  if (std::atexit(AtExit) != 0) {
+    TRIRACE_WARN(INTERPOSE, "cannot register the exit hook; the shim only forwards from now on");
+    return;
+  }
+  recording_.store(true, std::memory_order_relaxed);
+}
+
+ncclResult_t Shim::Unavailable(const char* function) {
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(warned_mutex_);
+    first = warned_unavailable_.emplace(function, true).second;
+  }
+  if (real_ == nullptr) {
+    if (first) TRIRACE_WARN(INTERPOSE, "%s: no real NCCL to forward to (%s)", function, resolve_error_);
+    return ToNcclResult(absl::NotFoundError(resolve_error_));
+  }
+  if (first) {
+    TRIRACE_WARN(INTERPOSE, "%s: the real NCCL %s at %s does not provide this function", function,
+                 VersionText(version_), real_->path);
+  }
+  return ToNcclResult(absl::UnimplementedError(function));
+}
+
+const char* Shim::UnavailableText() const {
+  return "TriRace: no real NCCL library found (set TRIRACE_NCCL_LIBRARY; see the TriRace WARN)";
+}
+
+void Shim::Disable(const std::string& why) {
+  if (disabled_.exchange(true)) return;
+  recording_.store(false, std::memory_order_relaxed);
+  TRIRACE_WARN(INTERPOSE, "internal failure: %s; the shim only forwards from now on", why);
+}
+
+ncclResult_t Shim::IssueOp(Op& op) {
+  ReentryGuard guard;
+  op.state = registry_.Find(op.comm);
+  op.tag = CurrentTag();
+  op.group_id = t_group_depth > 0 ? t_group_id : 0;
+  op.bytes = op.count * DataTypeSize(op.datatype);
+  if (op.state != nullptr) op.seq = op.state->next_seq.fetch_add(1, std::memory_order_relaxed);
+  op.call_ns = MonotonicNs();
+
+  const int role = op.state != nullptr ? EffectiveRole(*op.state, nullptr) : TRIRACE_ROLE_UNKNOWN;
+  const OpClass op_class = ClassifyOp(op.func, role, op.tag.traffic_class);
+  TraceRecord r;
+  r.kind = RecordKind::kOp;
+  r.func = op.func;
+  r.op_class = static_cast<uint8_t>(op_class);
+  r.datatype = op.datatype;
+  r.redop = op.redop;
+  r.peer_or_root = op.peer_or_root;
+  r.comm_index = op.state != nullptr ? op.state->index : 0;
+  r.thread_id = ThreadId();
+  r.count = op.count;
+  r.bytes = op.bytes;
+  r.seq = op.seq;
+  r.group_id = op.group_id;
+  r.start_ns = op.call_ns;
+  r.tag = op.tag;
+
+  OpRecording recording{&r, false};
+  const ncclResult_t result = launcher_->Launch(op, &recording);
+  r.result = result;
+  if (op.state != nullptr) CountOp(op.state->stats, op.func, op_class, op.bytes);
+  if (recording.taken) return result;  // the launcher finishes it at the op's completion
+
+  if (completion_ != nullptr && result == ncclSuccess) {
+    r.completion = CompletionSource::kStream;
+    auto* pending = new (std::nothrow) PendingOp{r, op.state, this};
+    if (pending == nullptr) {
+      Disable("out of memory for an op record");
+      return result;
+    }
+    in_flight_.fetch_add(1, std::memory_order_relaxed);
+    if (t_group_depth > 0) {
+      // Grouped ops reach their stream at the outermost ncclGroupEnd.
+      t_group_pending.push_back({pending, op.stream});
+    } else {
+      TrackCompletion(pending, op.stream);
+    }
+    return result;
+  }
+  r.end_ns = MonotonicNs();
+  FinishOp(r, op.state);
+  return result;
+}
+
+void Shim::TrackCompletion(PendingOp* pending, cudaStream_t stream) {
+  if (!completion_->Track(stream, &Shim::OnStreamDone, pending)) {
+    pending->record.completion = CompletionSource::kReturn;
+    OnStreamDone(pending);
+  }
+}
+
+void Shim::OnStreamDone(void* p) {
+  std::unique_ptr<PendingOp> pending(static_cast<PendingOp*>(p));
+  pending->record.end_ns = MonotonicNs();
+  pending->shim->in_flight_.fetch_sub(1, std::memory_order_relaxed);
+  pending->shim->FinishOp(pending->record, pending->state);
+}
+
+void Shim::RecordFinished(TraceRecord& record, CommState* state) {
+  in_flight_.fetch_sub(1, std::memory_order_relaxed);
+  FinishOp(record, state);
+}
+
+void Shim::FinishOp(TraceRecord& record, CommState* state) {
+  if (state != nullptr) {
+    state->stats.in_flight_ns.fetch_add(record.end_ns - record.start_ns, std::memory_order_relaxed);
+  }
+  if (trace_ != nullptr) trace_->Record(record);
+}
+
+ncclResult_t Shim::GroupStart() {
+  ReentryGuard guard;
+  const ncclResult_t r = launcher_->GroupStart(t_group_depth + 1);
+  if (r == ncclSuccess) {
+    if (t_group_depth == 0) t_group_id = next_group_id_.fetch_add(1, std::memory_order_relaxed) + 1;
+    ++t_group_depth;
+  }
+  return r;
+}
+
+ncclResult_t Shim::GroupEnd() {
+  ReentryGuard guard;
+  const ncclResult_t r = launcher_->GroupEnd(t_group_depth > 0 ? t_group_depth - 1 : 0);
+  EndGroupLevel(r == ncclSuccess);
+  return r;
+}
+
+ncclResult_t Shim::GroupSimulateEnd(ncclSimInfo_t* info) {
+  ReentryGuard guard;
+  const ncclResult_t r = launcher_->GroupSimulateEnd(info, t_group_depth > 0 ? t_group_depth - 1 : 0);
+  EndGroupLevel(/*launched=*/false);
+  return r;
+}
+
+void Shim::EndGroupLevel(bool launched) {
+  if (t_group_depth > 0) --t_group_depth;
+  if (t_group_depth > 0 || t_group_pending.empty()) return;
+  for (const GroupPending& g : t_group_pending) {
+    if (launched && completion_ != nullptr) {
+      TrackCompletion(g.op, g.stream);
+    } else {
+      g.op->record.completion = CompletionSource::kReturn;
+      OnStreamDone(g.op);
+    }
+  }
+  t_group_pending.clear();
+}
+
+void Shim::OnCommCreated(const NewComm& c, int64_t start_ns, ncclResult_t result) {
+  TraceRecord r;
+  r.kind = RecordKind::kCommEvent;
+  r.comm_call = c.call;
+  r.result = result;
+  r.thread_id = ThreadId();
+  r.start_ns = start_ns;
+  r.end_ns = MonotonicNs();
+  if ((result == ncclSuccess || result == ncclInProgress) && c.comm != nullptr) {
+    auto state = std::make_unique<CommState>();
+    state->comm = c.comm;
+    state->id = c.id;
+    state->parent_id = c.parent_id;
+    state->rank = c.rank;
+    state->nranks = c.nranks;
+    state->device = c.device;
+    state->created_by = CommCallName(c.call);
+    state->nonblocking = c.nonblocking;
+    auto registered = registry_.Register(std::move(state));
+    if (registered.ok()) {
+      r.comm_index = (*registered)->index;
+      TRIRACE_INFO(INTERPOSE, "comm %d id %s: rank %d of %d, device %d, from %s%s%s", r.comm_index,
+                   CommIdHex(c.id), c.rank, c.nranks, c.device, CommCallName(c.call),
+                   c.parent_id != 0 ? " of " : "", c.parent_id != 0 ? CommIdHex(c.parent_id) : "");
+    } else {
+      TRIRACE_WARN_ONCE(INTERPOSE, "%s; ops on further comms are forwarded but not attributed",
+                        registered.status().message());
+    }
+  }
+  if (trace_ != nullptr) trace_->Record(r);
+}
+
+CommState* Shim::OnCommRemoving(ncclComm_t comm) {
+  CommState* s = registry_.Remove(comm);
+  if (s != nullptr) return s;
+  std::lock_guard<std::mutex> lock(finalized_mutex_);
+  auto it = finalized_.find(comm);
+  if (it == finalized_.end()) return nullptr;
+  s = it->second;
+  finalized_.erase(it);
+  return s;
+}
+
+void Shim::OnCommRemoved(CommCall call, CommState* state, int64_t start_ns, ncclResult_t result) {
+  if (call == CommCall::kFinalize && state != nullptr) {
+    std::lock_guard<std::mutex> lock(finalized_mutex_);
+    finalized_[state->comm] = state;
+  }
+  TraceRecord r;
+  r.kind = RecordKind::kCommEvent;
+  r.comm_call = call;
+  r.result = result;
+  r.thread_id = ThreadId();
+  r.comm_index = state != nullptr ? state->index : 0;
+  r.start_ns = start_ns;
+  r.end_ns = MonotonicNs();
+  if (trace_ != nullptr) trace_->Record(r);
+  if (state != nullptr && registry_.live() == 0) {
+    LogSummaries(registry_, /*include_live=*/false);
+    if (trace_ != nullptr) trace_->Wake();
+  }
+}
+
+void Shim::OnCommCall(CommCall call, ncclComm_t comm, int64_t start_ns, ncclResult_t result) {
+  CommState* state = registry_.Find(comm);
+  TraceRecord r;
+  r.kind = RecordKind::kCommEvent;
+  r.comm_call = call;
+  r.result = result;
+  r.thread_id = ThreadId();
+  r.comm_index = state != nullptr ? state->index : 0;
+  r.start_ns = start_ns;
+  r.end_ns = MonotonicNs();
+  if (trace_ != nullptr) trace_->Record(r);
+}
+
+bool Shim::SetCommRole(ncclComm_t comm, int role) {
+  CommState* s = registry_.Find(comm);
+  if (s == nullptr) {
+    TRIRACE_WARN(INTERPOSE, "trirace_set_comm_role: comm %p is not a communicator the shim knows (not created "
+                 "through it, already destroyed, or TRIRACE_MODE=off); ignored", static_cast<void*>(comm));
+    return false;
+  }
+  s->annotated_role.store(role, std::memory_order_relaxed);
+  return true;
+}
+
+void Shim::RecordIteration(int64_t iteration, bool begin) {
+  if (begin && launcher_ != nullptr && recording_.load(std::memory_order_relaxed)) {
+    launcher_->BeginIteration(iteration);
+  }
+  if (trace_ == nullptr || !recording_.load(std::memory_order_relaxed)) return;
+  TraceRecord r;
+  r.kind = begin ? RecordKind::kIterationBegin : RecordKind::kIterationEnd;
+  r.iteration = iteration;
+  r.start_ns = r.end_ns = MonotonicNs();
+  r.thread_id = ThreadId();
+  trace_->Record(r);
+}
+
+void Shim::Shutdown() {
+  if (shut_down_.exchange(true)) return;
+  if (launcher_ != nullptr) launcher_->Shutdown();
+  LogSummaries(registry_, /*include_live=*/true);
+  if (trace_ != nullptr) {
+    trace_->Close();
+    const std::string path = trace_->path();
+    if (!path.empty()) TRIRACE_INFO(TRACE, "trace written to %s", path);
+  }
+}
+
+}  // namespace trirace::interpose

@@ -1,0 +1,160 @@
+// Shim: the process-wide runtime of libtrirace.so.
+//
+// Created on the first intercepted call (or the first annotation call): it
+// resolves the real NCCL (real_nccl.h), reads TRIRACE_MODE / TRIRACE_TRACE /
+// TRIRACE_TRACE_BUFFER_MB, logs the real version at INFO, starts the trace
+// writer and registers the exit hook (summary, trace footer). It never
+// goes away.
+//
+// The wrappers (wrappers_*.cc) use it as follows:
+//   Shim& shim = Shim::Get();
+//   if (!shim.ShouldRecord()) return <forward to shim.real()->X(...)>;
+//   Op op = ...;                 // the call's arguments
+//   return shim.IssueOp(op);     // registry, tag, launcher, stats, trace
+// ShouldRecord() is false in mode off, after an internal failure (pure
+// forwarding from then on), when no real NCCL was found, and on re-entry:
+// a call the real library makes to its own public symbols while the shim is
+// already inside an intercepted call on that thread (ncclBcast ->
+// ncclBroadcast, ncclCommGetAsyncError, ...) is forwarded, not counted again.
+//
+// Thread safety: every method may be called from any thread. The op path
+// takes no lock: the registry lookup is lock-free, the tag and group state
+// are thread-local, statistics are relaxed atomics and the trace buffer is
+// a lock-free queue.
+#ifndef TRIRACE_INTERPOSE_SHIM_H_
+#define TRIRACE_INTERPOSE_SHIM_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "interpose/comm_registry.h"
+#include "interpose/completion.h"
+#include "interpose/launcher.h"
+#include "interpose/op.h"
+#include "interpose/real_nccl.h"
+#include "interpose/trace_record.h"
+#include "interpose/trace_writer.h"
+#include "nccl.h"
+
+namespace trirace::interpose {
+
+enum class Mode { kOff, kObserve, kSchedule };
+
+// What a comm-creating call produced, for OnCommCreated().
+struct NewComm {
+  CommCall call = CommCall::kInitRank;
+  ncclComm_t comm = nullptr;
+  uint64_t id = 0;
+  uint64_t parent_id = 0;
+  int rank = -1;
+  int nranks = -1;
+  int device = -1;
+  bool nonblocking = false;  // ncclConfig_t.blocking = 0 (or inherited by a split)
+};
+
+// Thread-local re-entry depth: > 0 while the calling thread is inside an
+// intercepted call.
+class ReentryGuard {
+ public:
+  ReentryGuard() { ++depth_; }
+  ~ReentryGuard() { --depth_; }
+  ReentryGuard(const ReentryGuard&) = delete;
+  ReentryGuard& operator=(const ReentryGuard&) = delete;
+  static bool active() { return depth_ > 0; }
+
+ private:
+  static thread_local int depth_;
+};
+
+class Shim final : private RecordSink {
+ public:
+  // The runtime, initialised on first use. Thread-safe; a call made on the
+  // initialising thread while it initialises sees a forwarding-only shim.
+  static Shim& Get();
+
+  // The real library, or nullptr when none was found.
+  const RealNccl* real() const { return real_.get(); }
+  // Hot-path test: record this call, or only forward it?
+  bool ShouldRecord() const { return recording_.load(std::memory_order_relaxed) && !ReentryGuard::active(); }
+  Mode mode() const { return mode_; }
+  bool scheduling() const { return launcher_ != nullptr && launcher_->gated(); }
+  CommRegistry& registry() { return registry_; }
+
+  // The result for a call whose real function is missing: one WARN per
+  // function, then ncclSystemError (no real NCCL) or ncclInvalidUsage
+  // (this NCCL lacks the function).
+  ncclResult_t Unavailable(const char* function);
+  // The text ncclGetErrorString/ncclGetLastError return without a real NCCL.
+  const char* UnavailableText() const;
+
+  // The observe path of every collective / point-to-point wrapper.
+  ncclResult_t IssueOp(Op& op);
+  ncclResult_t GroupStart();
+  ncclResult_t GroupEnd();
+  ncclResult_t GroupSimulateEnd(ncclSimInfo_t* info);
+
+  // Comm lifecycle, called by the wrappers around the real call.
+  void OnCommCreated(const NewComm& created, int64_t start_ns, ncclResult_t result);
+  // Before the real destroy/abort/finalize: takes the comm out of the
+  // registry (so a new comm reusing the address is never confused with it).
+  CommState* OnCommRemoving(ncclComm_t comm);
+  // After it: records the call; logs the summary when no comm is left.
+  void OnCommRemoved(CommCall call, CommState* state, int64_t start_ns, ncclResult_t result);
+  // Records a call on an existing comm (ncclCommRevoke).
+  void OnCommCall(CommCall call, ncclComm_t comm, int64_t start_ns, ncclResult_t result);
+
+  // Distinguishes the comms of successive ncclCommInitAll calls.
+  uint64_t NextInitAllSequence() { return init_all_count_.fetch_add(1, std::memory_order_relaxed); }
+
+  // Annotation hooks.
+  bool SetCommRole(ncclComm_t comm, int role);
+  void RecordIteration(int64_t iteration, bool begin);
+
+  // Internal failure: one WARN, then pure forwarding for the process.
+  void Disable(const std::string& why);
+
+  // Exit hook: summary and trace footer. Idempotent.
+  void Shutdown();
+
+ private:
+  Shim() = default;
+  static Shim* Create();
+  void Initialize();
+  void FinishOp(TraceRecord& record, CommState* state);
+  // RecordSink: records taken by the gated launcher.
+  void RecordStarted() override { in_flight_.fetch_add(1, std::memory_order_relaxed); }
+  void RecordFinished(TraceRecord& record, CommState* state) override;
+  static void OnStreamDone(void* pending);
+  void TrackCompletion(struct PendingOp* pending, cudaStream_t stream);
+  // Ends the calling thread's group level; `launched` tells whether the
+  // grouped ops reached their streams.
+  void EndGroupLevel(bool launched);
+
+  std::unique_ptr<RealNccl> real_;
+  std::string resolve_error_;
+  std::unique_ptr<Launcher> launcher_;
+  std::unique_ptr<CompletionTracker> completion_;
+  std::unique_ptr<TraceWriter> trace_;
+  CommRegistry registry_;
+  Mode mode_ = Mode::kOff;
+  int version_ = 0;
+  std::atomic<bool> recording_{false};
+  std::atomic<bool> disabled_{false};
+  std::atomic<uint64_t> in_flight_{0};
+  std::atomic<uint64_t> next_group_id_{0};
+  std::atomic<uint64_t> init_all_count_{0};
+  std::atomic<bool> shut_down_{false};
+
+  std::mutex finalized_mutex_;  // comms finalized but not yet destroyed
+  std::map<ncclComm_t, CommState*> finalized_;
+  std::mutex warned_mutex_;
+  std::map<std::string, bool> warned_unavailable_;
+};
+
+}  // namespace trirace::interpose
+
+#endif  // TRIRACE_INTERPOSE_SHIM_H_
