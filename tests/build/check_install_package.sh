@@ -13,6 +13,21 @@ for f in bin/trirace include/trirace/trirace.h; do
   [ -e "$work/prefix/$f" ] || { echo "FAIL: $f not installed" >&2; exit 1; }
 done
 "$work/prefix/bin/trirace" version
+# Every library the build produced is installed, and `trirace run` finds the
+# shim and the plugin in the prefix.
+for lib in libtrirace.so libnccl-net-trirace.so; do
+  if [ -e "$build_dir/lib/$lib" ]; then
+    found=$(find "$work/prefix" -name "$lib" | head -n 1)
+    [ -n "$found" ] || { echo "FAIL: $lib built but not installed" >&2; exit 1; }
+  fi
+done
+if [ -e "$build_dir/hostccl/lib/libnccl.so.2" ]; then
+  find "$work/prefix" -path '*hostccl/libnccl.so.2' | grep -q . || { echo "FAIL: hostccl not installed" >&2; exit 1; }
+fi
+if [ -e "$build_dir/lib/libtrirace.so" ]; then
+  run_env=$(env -u NCCL_NET_PLUGIN LD_PRELOAD= "$work/prefix/bin/trirace" run -- env)
+  grep -q "^LD_PRELOAD=$work/prefix/.*libtrirace.so" <<<"$run_env" || { echo "FAIL: trirace run does not preload the installed shim" >&2; exit 1; }
+fi
 
 cpack_bin="$(dirname "$cmake")/cpack"
 (cd "$work" && "$cpack_bin" -G DEB --config "$build_dir/CPackConfig.cmake" -B "$work/pkg" >/dev/null)
