@@ -91,7 +91,7 @@ struct GatedLauncher::Group {
 };
 
 namespace {
-thread_local GatedLauncher::Group* t_group = nullptr;  // owned; created on first use
+thread_local GatedLauncher::Group t_group_state;  // the calling thread's outermost user group
 }  // namespace
 
 void Arrive(GateTicket* t, uint32_t bit) {
@@ -157,9 +157,19 @@ absl::StatusOr<std::unique_ptr<GatedLauncher>> GatedLauncher::Create(const RealN
 }
 
 void GatedLauncher::Shutdown() {
+  if (shut_down_.exchange(true)) return;
   failed_.store(true, std::memory_order_relaxed);  // later ops pass through, silently
   if (watchdog_ != nullptr) watchdog_->Stop();
-  if (engine_ != nullptr) engine_->Stop();  // opens every gate still closed
+  if (engine_ == nullptr) return;
+  // Opens every gate still closed. The engine itself stays: callbacks of
+  // work still on the streams report to it.
+  engine_->Stop();
+  const Stats s = stats();
+  TRIRACE_INFO(INTERPOSE, "schedule mode (%s policy): %d gated units, %d ungated, %d ops passed through; "
+               "%d released at the hold bound by the engine, %d by the watchdog; longest hold %.3f ms; engine "
+               "thread CPU %.3f ms", std::string(engine_->policy_name()), s.gated_units, s.ungated_units,
+               s.passthrough, s.engine.held_to_bound, s.watchdog_opens, s.engine.longest_hold_ns / 1e6,
+               s.engine.thread_cpu_ns / 1e6);
 }
 
 void GatedLauncher::Fail(const absl::Status& status, absl::string_view step) {
@@ -264,8 +274,7 @@ void GatedLauncher::UnitDone(GateTicket* t) {
 
 ncclResult_t GatedLauncher::Launch(const Op& op, OpRecording* rec) {
   if (op.group_id != 0) {
-    if (t_group == nullptr) t_group = new Group;  // per thread, kept for the thread's life
-    Group& g = *t_group;
+    Group& g = t_group_state;
     if (g.kind == Group::Kind::kNone) {
       g.kind = Group::Kind::kPassthrough;
       if (CanGate(op)) {
@@ -398,15 +407,15 @@ ncclResult_t GatedLauncher::LaunchUngatedP2P(const Op& op, const TraceRecord& ba
 ncclResult_t GatedLauncher::GroupStart(int depth_after) {
   if (real_.GroupStart == nullptr) return ncclInvalidUsage;
   const ncclResult_t r = real_.GroupStart();
-  if (r == ncclSuccess && depth_after == 1 && t_group != nullptr) *t_group = Group();
+  if (r == ncclSuccess && depth_after == 1) t_group_state = Group();
   return r;
 }
 
 ncclResult_t GatedLauncher::GroupEnd(int depth_after) {
   if (real_.GroupEnd == nullptr) return ncclInvalidUsage;
-  if (depth_after > 0 || t_group == nullptr || t_group->kind == Group::Kind::kNone) return real_.GroupEnd();
-  Group g = std::move(*t_group);
-  *t_group = Group();
+  if (depth_after > 0 || t_group_state.kind == Group::Kind::kNone) return real_.GroupEnd();
+  Group g = std::move(t_group_state);
+  t_group_state = Group();
   switch (g.kind) {
     case Group::Kind::kGated:
       return EndGatedGroup(g);
@@ -423,9 +432,9 @@ ncclResult_t GatedLauncher::GroupEnd(int depth_after) {
 ncclResult_t GatedLauncher::GroupSimulateEnd(ncclSimInfo_t* info, int depth_after) {
   if (real_.GroupSimulateEnd == nullptr) return ncclInvalidUsage;
   const ncclResult_t r = real_.GroupSimulateEnd(info);
-  if (depth_after > 0 || t_group == nullptr) return r;
-  Group g = std::move(*t_group);
-  *t_group = Group();
+  if (depth_after > 0) return r;
+  Group g = std::move(t_group_state);
+  t_group_state = Group();
   // Nothing was launched: the taken records end now.
   for (TraceRecord& rec : g.records) {
     rec.end_ns = MonotonicNs();

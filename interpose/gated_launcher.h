@@ -148,6 +148,7 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   uint64_t chunk_bytes_ = 0;
   uint32_t excluded_roles_ = 0;
   std::atomic<bool> failed_{false};
+  std::atomic<bool> shut_down_{false};
 
   std::mutex lanes_mu_;  // lane creation
   std::vector<std::unique_ptr<CommLane>> lanes_;

@@ -230,6 +230,35 @@ TEST_F(GatingTest, EveryPolicyGivesTheResultsOfModeOffInIssueOrderWithinTheBound
   }
 }
 
+TEST_F(GatingTest, RejectedCallsReturnWhatTheyReturnInModeOff) {
+  const Workload c{26, 2, 4};
+  auto run = [&](const std::string& mode, const std::string& policy) {
+    RankJob j;
+    j.nranks = c.nranks;
+    j.argv = [&](int rank) {
+      return std::vector<std::string>{RANDOM_RANKS, "--lib", HOSTCCL_LIBRARY, "--rank", std::to_string(rank),
+                                      "--nranks", std::to_string(c.nranks), "--seed", std::to_string(c.seed),
+                                      "--ops", std::to_string(c.ops), "--errors", "1"};
+    };
+    j.set_env = {{"LD_PRELOAD", SHIM_PATH}, {"TRIRACE_MODE", mode}, {"TRIRACE_POLICY", policy},
+                 {"TRIRACE_CHUNK_BYTES", "4096"}, {"TRIRACE_DEBUG", "NONE"}};
+    for (const std::string& name : kUnset) {
+      bool set = false;
+      for (const auto& [k, v] : j.set_env) set |= k == name;
+      if (!set) j.unset_env.push_back(name);
+    }
+    j.timeout_ms = 90000;
+    return LaunchRanks(j);
+  };
+  const std::vector<ProcessResult> off = run("off", "fifo");
+  for (const ProcessResult& r : off) {
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("error dtype rc="));
+    EXPECT_THAT(r.out, ::testing::Not(HasSubstr("error dtype rc=0"))) << "hostccl accepted a bad datatype";
+  }
+  for (const std::string policy : {"fifo", "adversarial"}) ExpectSameResults(off, run("schedule", policy), policy);
+}
+
 TEST_F(GatingTest, OneHardwareQueueMeansPassthroughWithOneWarning) {
   const Workload c{23, 2, 8};
   const std::vector<ProcessResult> off = RunRanks(c, "off", "");

@@ -7,7 +7,11 @@
 // the return code and a digest of every output buffer, and the plan of ops
 // per communicator (what a trace of this rank must contain).
 //
-// usage: random_ranks --lib <libnccl> --rank R --nranks N --seed S --ops K [--uid HEX]
+// With --errors 1 it then issues calls the library must reject (bad
+// datatype, reduction op, root; a large AllReduce that a shim would split)
+// and prints their return codes; they are not part of the plan.
+//
+// usage: random_ranks --lib <libnccl> --rank R --nranks N --seed S --ops K [--errors 1] [--uid HEX]
 // Rank 0 without --uid prints "uid <hex>" first (see rank_launcher.h).
 #include <dlfcn.h>
 
@@ -193,7 +197,7 @@ bool Unhex(const std::string& s, ncclUniqueId* id) {
 
 int main(int argc, char** argv) {
   std::string lib, uid;
-  int rank = -1, nranks = 0, ops = 10;
+  int rank = -1, nranks = 0, ops = 10, errors = 0;
   uint64_t seed = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -202,6 +206,7 @@ int main(int argc, char** argv) {
     else if (k == "--nranks") nranks = std::atoi(v.c_str());
     else if (k == "--seed") seed = std::strtoull(v.c_str(), nullptr, 10);
     else if (k == "--ops") ops = std::atoi(v.c_str());
+    else if (k == "--errors") errors = std::atoi(v.c_str());
     else if (k == "--uid") uid = v;
   }
   if (lib.empty() || rank < 0 || nranks < 2 || rank >= nranks) {
@@ -281,6 +286,19 @@ int main(int argc, char** argv) {
     ncclResult_t b = NCCL(ncclAllReduce)(&one, &all, 1, ncclInt32, ncclSum, comms[0].comm, stream);
     const ncclResult_t sync = g_stream_sync(stream);  // before reading `all`
     std::printf("barrier rc=%d sync=%d ranks=%d\n", b, sync, all);
+    if (errors != 0) {
+      std::vector<int32_t> big(20000, 1), out(20000, 0);
+      ncclComm_t w = comms[0].comm;
+      std::printf("error dtype rc=%d\n", NCCL(ncclAllReduce)(big.data(), out.data(), 4, static_cast<ncclDataType_t>(99),
+                                                          ncclSum, w, stream));
+      std::printf("error redop rc=%d\n", NCCL(ncclAllReduce)(big.data(), out.data(), big.size(), ncclInt32,
+                                                          static_cast<ncclRedOp_t>(99), w, stream));
+      std::printf("error root rc=%d\n", NCCL(ncclBroadcast)(big.data(), out.data(), big.size(), ncclInt32, nranks + 3,
+                                                         w, stream));
+      std::printf("error comm rc=%d\n", NCCL(ncclAllReduce)(big.data(), out.data(), 4, ncclInt32, ncclSum, nullptr,
+                                                         stream));
+      std::printf("error sync=%d\n", g_stream_sync(stream));
+    }
   }
   for (auto it = comms.rbegin(); it != comms.rend(); ++it) {
     std::printf("destroy %d rc=%d\n", it->plan_index, NCCL(ncclCommDestroy)(it->comm));
