@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
+#include "common/nccl_types.h"
 #include "interpose/real_nccl.h"
 #include "nccl.h"
 #include "trirace/trirace.h"
@@ -47,13 +48,6 @@ inline bool IsPointToPoint(Func func) { return func == Func::kSend || func == Fu
 // True when the Op's peer_or_root field is a root (Reduce, Bcast, Broadcast,
 // Gather, Scatter); false when it is a peer (Send, Recv) or unused.
 bool HasRoot(Func func);
-
-// Size in bytes of one element of `dtype`; 0 for a value nccl.h does not define.
-size_t DataTypeSize(ncclDataType_t dtype);
-// "float32", "int8", ...; "unknown" for a value nccl.h does not define.
-absl::string_view DataTypeName(ncclDataType_t dtype);
-// "sum", "prod", "max", "min", "avg", or "custom" for a PreMulSum op.
-absl::string_view RedOpName(ncclRedOp_t op);
 
 struct Op {
   Func func = Func::kAllReduce;

@@ -53,13 +53,13 @@ Builder StartPlan(const OpDesc& op, int nranks, const EngineEnv& env) {
   Builder b;
   b.plan.prev = Mod(env.rank - 1, nranks);
   b.plan.next = Mod(env.rank + 1, nranks);
-  b.plan.type_size = TypeSize(op.type);
+  b.plan.type_size = DataTypeSize(op.type);
   b.plan.reduction = op.reduction;
   return b;
 }
 
 absl::Status AllReduce(const OpDesc& op, int n, EngineEnv& env) {
-  const size_t ts = TypeSize(op.type), se = env.slot_bytes / ts;
+  const size_t ts = DataTypeSize(op.type), se = env.slot_bytes / ts;
   auto* sb = static_cast<const char*>(op.sendbuff);
   auto* rb = static_cast<char*>(op.recvbuff);
   const int r = env.rank;
@@ -84,7 +84,7 @@ absl::Status AllReduce(const OpDesc& op, int n, EngineEnv& env) {
 }
 
 absl::Status ReduceScatter(const OpDesc& op, int n, EngineEnv& env) {
-  const size_t ts = TypeSize(op.type), se = env.slot_bytes / ts, m = op.count;
+  const size_t ts = DataTypeSize(op.type), se = env.slot_bytes / ts, m = op.count;
   auto* sb = static_cast<const char*>(op.sendbuff);
   auto* rb = static_cast<char*>(op.recvbuff);
   const int r = env.rank;
@@ -102,7 +102,7 @@ absl::Status ReduceScatter(const OpDesc& op, int n, EngineEnv& env) {
 }
 
 absl::Status AllGather(const OpDesc& op, int n, EngineEnv& env) {
-  const size_t ts = TypeSize(op.type), se = env.slot_bytes / ts, m = op.count;
+  const size_t ts = DataTypeSize(op.type), se = env.slot_bytes / ts, m = op.count;
   auto* rb = static_cast<char*>(op.recvbuff);
   const int r = env.rank;
   char* own = rb + r * m * ts;
@@ -120,7 +120,7 @@ absl::Status AllGather(const OpDesc& op, int n, EngineEnv& env) {
 }
 
 absl::Status Broadcast(const OpDesc& op, int n, EngineEnv& env) {
-  const size_t ts = TypeSize(op.type), se = env.slot_bytes / ts;
+  const size_t ts = DataTypeSize(op.type), se = env.slot_bytes / ts;
   const int p = Mod(env.rank - op.root, n);
   auto* sb = static_cast<const char*>(op.sendbuff);
   auto* rb = static_cast<char*>(op.recvbuff);
@@ -139,7 +139,7 @@ absl::Status Broadcast(const OpDesc& op, int n, EngineEnv& env) {
 }
 
 absl::Status Reduce(const OpDesc& op, int n, EngineEnv& env) {
-  const size_t ts = TypeSize(op.type), se = env.slot_bytes / ts;
+  const size_t ts = DataTypeSize(op.type), se = env.slot_bytes / ts;
   const int p = Mod(env.rank - op.root - 1, n);
   auto* sb = static_cast<const char*>(op.sendbuff);
   auto* rb = static_cast<char*>(op.recvbuff);
@@ -160,7 +160,7 @@ absl::Status Reduce(const OpDesc& op, int n, EngineEnv& env) {
 }
 
 absl::Status AlltoAll(const OpDesc& op, int n, EngineEnv& env) {
-  const size_t ts = TypeSize(op.type), bytes = op.count * ts;
+  const size_t ts = DataTypeSize(op.type), bytes = op.count * ts;
   auto* sb = const_cast<char*>(static_cast<const char*>(op.sendbuff));
   auto* rb = static_cast<char*>(op.recvbuff);
   std::vector<P2pTransfer> xs;
@@ -188,7 +188,7 @@ absl::Status AlltoAll(const OpDesc& op, int n, EngineEnv& env) {
 }
 
 absl::Status GatherScatter(const OpDesc& op, int n, EngineEnv& env, bool gather) {
-  const size_t bytes = op.count * TypeSize(op.type);
+  const size_t bytes = op.count * DataTypeSize(op.type);
   auto* sb = const_cast<char*>(static_cast<const char*>(op.sendbuff));
   auto* rb = static_cast<char*>(op.recvbuff);
   std::vector<P2pTransfer> xs;
@@ -226,7 +226,7 @@ TransferKind KindOf(Func f) {
 
 // A single rank: the result is its own contribution.
 void RunAlone(const OpDesc& op) {
-  const size_t bytes = op.count * TypeSize(op.type);
+  const size_t bytes = op.count * DataTypeSize(op.type);
   switch (op.func) {
     case Func::kAllReduce:
     case Func::kReduce:
@@ -265,7 +265,7 @@ absl::Status RunCollective(const OpDesc& given, int nranks, EngineEnv& env) {
     RunAlone(op);
     return absl::OkStatus();
   }
-  const size_t ts = TypeSize(op.type);
+  const size_t ts = DataTypeSize(op.type);
   const size_t n = static_cast<size_t>(nranks);
   // The buffers this rank touches, registered for the operation.
   size_t send_elems = op.count, recv_elems = op.count;
@@ -298,7 +298,7 @@ absl::Status RunCollective(const OpDesc& given, int nranks, EngineEnv& env) {
 P2pTransfer TransferOf(const OpDesc& op) {
   bool send = op.func == Func::kSend;
   char* data = send ? const_cast<char*>(static_cast<const char*>(op.sendbuff)) : static_cast<char*>(op.recvbuff);
-  return P2pTransfer{op.root, send, data, op.count * TypeSize(op.type)};
+  return P2pTransfer{op.root, send, data, op.count * DataTypeSize(op.type)};
 }
 
 }  // namespace trirace::hostccl

@@ -49,7 +49,7 @@ absl::Status Check(const Call& c, const CommCore& core, OpDesc* op) {
                    c.func == Func::kGather || c.func == Func::kScatter)
                       ? static_cast<size_t>(n) : 1;
   size_t bytes = 0;
-  if (__builtin_mul_overflow(c.count, TypeSize(c.type) * factor, &bytes)) {
+  if (__builtin_mul_overflow(c.count, DataTypeSize(c.type) * factor, &bytes)) {
     return absl::InvalidArgumentError(absl::StrFormat("count=%zu of %s overflows the address space", c.count, TypeName(c.type)));
   }
   if (c.count > 0) {

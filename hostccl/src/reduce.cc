@@ -167,31 +167,8 @@ struct StoreScalarOp {
 
 }  // namespace
 
-size_t TypeSize(ncclDataType_t type) {
-  switch (type) {
-    case ncclInt8:
-    case ncclUint8:
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2:
-      return 1;
-    case ncclFloat16:
-    case ncclBfloat16:
-      return 2;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32:
-      return 4;
-    case ncclInt64:
-    case ncclUint64:
-    case ncclFloat64:
-      return 8;
-    default:
-      return 0;
-  }
-}
-
 bool TypeSupported(ncclDataType_t type) {
-  return TypeSize(type) != 0 && type != ncclFloat8e4m3 && type != ncclFloat8e5m2;
+  return DataTypeSize(type) != 0 && type != ncclFloat8e4m3 && type != ncclFloat8e5m2;
 }
 
 const char* TypeName(ncclDataType_t type) {
@@ -238,7 +215,7 @@ Reduction PreMulSumReduction(ncclDataType_t type, const void* scalar) {
   Reduction r;
   r.kind = ReduceKind::kPreMulSum;
   r.type = type;
-  std::memcpy(r.scalar, scalar, std::min(TypeSize(type), sizeof(r.scalar)));
+  std::memcpy(r.scalar, scalar, std::min(DataTypeSize(type), sizeof(r.scalar)));
   return r;
 }
 

@@ -28,12 +28,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/nccl_types.h"
 #include "nccl.h"
 
 namespace trirace::hostccl {
 
-// Bytes per element; 0 for a value outside the ncclDataType_t enum.
-size_t TypeSize(ncclDataType_t type);
 // True for the types hostccl reduces and moves (all but fp8).
 bool TypeSupported(ncclDataType_t type);
 const char* TypeName(ncclDataType_t type);

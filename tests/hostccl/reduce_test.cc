@@ -154,9 +154,9 @@ TEST(HostcclReduce, PreMulSumUsesTheScalarOfTheType) {
 }
 
 TEST(HostcclReduce, TypeTable) {
-  EXPECT_EQ(TypeSize(ncclBfloat16), 2u);
-  EXPECT_EQ(TypeSize(ncclUint64), 8u);
-  EXPECT_EQ(TypeSize(static_cast<ncclDataType_t>(99)), 0u);
+  EXPECT_EQ(DataTypeSize(ncclBfloat16), 2u);
+  EXPECT_EQ(DataTypeSize(ncclUint64), 8u);
+  EXPECT_EQ(DataTypeSize(static_cast<ncclDataType_t>(99)), 0u);
   EXPECT_FALSE(TypeSupported(ncclFloat8e4m3));
   EXPECT_TRUE(TypeSupported(ncclInt8));
 }
