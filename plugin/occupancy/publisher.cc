@@ -1,6 +1,7 @@
 #include "plugin/occupancy/publisher.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
@@ -18,6 +20,27 @@ namespace trirace::occupancy {
 namespace {
 
 constexpr int kAttachWaitMs = 2000;  // for a creator that is still initialising
+constexpr int kAttachAttempts = 8;   // a segment unlinked while we opened it: open again
+
+// flock(LOCK_EX) on the segment's fd for one join or leave; see Attach.
+class SegmentLock {
+ public:
+  explicit SegmentLock(int fd) : fd_(fd) {
+    while (flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  ~SegmentLock() { flock(fd_, LOCK_UN); }
+  SegmentLock(const SegmentLock&) = delete;
+  SegmentLock& operator=(const SegmentLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+bool Unlinked(int fd) {
+  struct stat st{};
+  return fstat(fd, &st) == 0 && st.st_nlink == 0;
+}
 
 }  // namespace
 
@@ -41,9 +64,17 @@ absl::Status OccupancyPublisher::Start(const std::vector<NicInfo>& nics,
   }
   period_us_ = period_us;
   if (segment_name.empty()) return absl::OkStatus();
-  absl::Status st = Attach(segment_name);
-  if (!st.ok()) return st;
-  ClaimSlot();
+  absl::Status st;
+  for (int attempt = 0; attempt < kAttachAttempts; ++attempt) {
+    st = Attach(segment_name);
+    if (!st.ok()) return st;
+    if (map_ != nullptr) break;  // joined; null: the segment was removed meanwhile
+  }
+  if (map_ == nullptr) {
+    return absl::UnavailableError(absl::StrCat("occupancy segment ", segment_name,
+                                               " was removed ", kAttachAttempts,
+                                               " times while joining it"));
+  }
   if (slot_ == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "occupancy segment ", segment_name, ": all ", TRIRACE_OCC_MAX_PROCS, " process slots are in use"));
@@ -57,6 +88,12 @@ absl::Status OccupancyPublisher::Start(const std::vector<NicInfo>& nics,
   return absl::OkStatus();
 }
 
+// Joining and leaving are serialised by flock(LOCK_EX) on the segment: a
+// joiner claims its slot under the lock, a leaver frees its slot and, when
+// no live process is left, unlinks the segment under the same lock. A
+// joiner that gets the lock on a segment that was unlinked meanwhile
+// (st_nlink 0) returns with map_ null, and Start opens the name again.
+// Readers take no lock: they never create, write or unlink.
 absl::Status OccupancyPublisher::Attach(const std::string& name) {
   const size_t bytes = TRIRACE_OCC_SEGMENT_BYTES;
   bool creator = true;
@@ -64,27 +101,31 @@ absl::Status OccupancyPublisher::Attach(const std::string& name) {
   if (fd < 0 && errno == EEXIST) {
     creator = false;
     fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0 && errno == ENOENT) return absl::OkStatus();  // removed since: open again
   }
   if (fd < 0) return SystemError(absl::StrCat("shm_open(", name, ")"), errno);
+  // The creator locks before sizing the segment, so a joiner (which waits
+  // for the size first) always finds it initialised once it holds the lock.
+  std::optional<SegmentLock> lock;
+  if (creator) lock.emplace(fd);
+  auto fail = [&](absl::Status st) {
+    lock.reset();
+    close(fd);
+    return st;
+  };
   struct stat st{};
-  if (fstat(fd, &st) != 0) {
-    int err = errno;
-    close(fd);
-    return SystemError(absl::StrCat("fstat(", name, ")"), err);
-  }
+  if (fstat(fd, &st) != 0) return fail(SystemError(absl::StrCat("fstat(", name, ")"), errno));
   if (st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
-    close(fd);
-    return absl::PermissionDeniedError(absl::StrCat(
+    return fail(absl::PermissionDeniedError(absl::StrCat(
         "occupancy segment ", name, " is owned by uid ", st.st_uid, " with mode 0",
-        absl::Hex(st.st_mode & 0777), "; expected uid ", geteuid(), " and mode 0600"));
+        absl::Hex(st.st_mode & 0777), "; expected uid ", geteuid(), " and mode 0600")));
   }
   if (creator) {
     fchmod(fd, 0600);  // independent of the umask
     if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
       int err = errno;
-      close(fd);
       shm_unlink(name.c_str());
-      return SystemError(absl::StrCat("ftruncate(", name, ")"), err);
+      return fail(SystemError(absl::StrCat("ftruncate(", name, ")"), err));
     }
   } else {
     for (int waited = 0; st.st_size < static_cast<off_t>(bytes) && waited < kAttachWaitMs; ++waited) {
@@ -92,16 +133,13 @@ absl::Status OccupancyPublisher::Attach(const std::string& name) {
       fstat(fd, &st);
     }
     if (st.st_size != static_cast<off_t>(bytes)) {
-      close(fd);
-      return absl::FailedPreconditionError(absl::StrCat(
+      return fail(absl::FailedPreconditionError(absl::StrCat(
           "occupancy segment ", name, " has ", st.st_size, " bytes; this build expects ", bytes,
-          " (layout version ", TRIRACE_OCC_VERSION, "): not publishing"));
+          " (layout version ", TRIRACE_OCC_VERSION, "): not publishing")));
     }
   }
   void* map = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  int err = errno;
-  close(fd);
-  if (map == MAP_FAILED) return SystemError(absl::StrCat("mmap(", name, ")"), err);
+  if (map == MAP_FAILED) return fail(SystemError(absl::StrCat("mmap(", name, ")"), errno));
   auto* header = static_cast<trirace_occ_header_t*>(map);
   if (creator) {
     header->version = TRIRACE_OCC_VERSION;
@@ -116,45 +154,79 @@ absl::Status OccupancyPublisher::Attach(const std::string& name) {
     Atomic(header->magic).store(TRIRACE_OCC_MAGIC, std::memory_order_release);
   } else {
     for (int waited = 0; Atomic(header->magic).load(std::memory_order_acquire) != TRIRACE_OCC_MAGIC &&
-                         waited < kAttachWaitMs;
+                         waited < kAttachWaitMs && !Unlinked(fd);
          ++waited) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    lock.emplace(fd);
+    if (Unlinked(fd)) {  // its last process left while we opened it
+      munmap(map, bytes);
+      return fail(absl::OkStatus());
     }
     if (Atomic(header->magic).load(std::memory_order_acquire) != TRIRACE_OCC_MAGIC ||
         !HeaderMatches(*header)) {
       munmap(map, bytes);
-      return absl::FailedPreconditionError(absl::StrCat(
+      return fail(absl::FailedPreconditionError(absl::StrCat(
           "occupancy segment ", name, " has another layout (version ", header->version,
-          ", this build writes ", TRIRACE_OCC_VERSION, "): not publishing"));
+          ", this build writes ", TRIRACE_OCC_VERSION, "): not publishing")));
     }
   }
   map_ = map;
   map_bytes_ = bytes;
+  fd_ = fd;
+  name_ = name;
+  ClaimSlot();
   return absl::OkStatus();
 }
 
+trirace_occ_proc_t* OccupancyPublisher::Slots() const {
+  return reinterpret_cast<trirace_occ_proc_t*>(static_cast<char*>(map_) + sizeof(trirace_occ_header_t));
+}
+
+// Called with the segment lock held. Frees the slots of dead processes
+// first (their entries count for nothing and would keep the segment alive),
+// then takes a free one.
 void OccupancyPublisher::ClaimSlot() {
-  auto* procs = reinterpret_cast<trirace_occ_proc_t*>(static_cast<char*>(map_) +
-                                                      sizeof(trirace_occ_header_t));
+  trirace_occ_proc_t* procs = Slots();
+  for (int i = 0; i < TRIRACE_OCC_MAX_PROCS; ++i) {
+    trirace_occ_proc_t& p = procs[i];
+    int32_t owner = Atomic(p.owner_pid).load(std::memory_order_acquire);
+    if (owner != 0 && !ProcessAlive(owner, Atomic(p.owner_start_time).load())) {
+      Atomic(p.owner_pid).compare_exchange_strong(owner, 0);
+    }
+  }
   const int32_t me = static_cast<int32_t>(getpid());
   const uint64_t my_start = ProcessStartTime(getpid());
-  for (int pass = 0; pass < 2 && slot_ == nullptr; ++pass) {
-    for (int i = 0; i < TRIRACE_OCC_MAX_PROCS; ++i) {
-      trirace_occ_proc_t& p = procs[i];
-      int32_t owner = Atomic(p.owner_pid).load(std::memory_order_acquire);
-      // First pass: free slots only; second: reclaim slots of dead processes.
-      bool take = pass == 0 ? owner == 0
-                            : owner != 0 && !ProcessAlive(owner, Atomic(p.owner_start_time).load());
-      if (!take || !Atomic(p.owner_pid).compare_exchange_strong(owner, me)) continue;
-      Atomic(p.seq).store(Atomic(p.seq).load() | 1u, std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_release);
-      Atomic(p.owner_start_time).store(my_start, std::memory_order_relaxed);
-      Atomic(p.num_nics).store(0, std::memory_order_relaxed);
-      std::memset(p.nics, 0, sizeof(p.nics));
-      Atomic(p.seq).store((Atomic(p.seq).load() | 1u) + 1, std::memory_order_release);
-      slot_ = &p;
-      return;
-    }
+  for (int i = 0; i < TRIRACE_OCC_MAX_PROCS; ++i) {
+    trirace_occ_proc_t& p = procs[i];
+    int32_t owner = 0;
+    if (!Atomic(p.owner_pid).compare_exchange_strong(owner, me)) continue;
+    Atomic(p.seq).store(Atomic(p.seq).load() | 1u, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    Atomic(p.owner_start_time).store(my_start, std::memory_order_relaxed);
+    Atomic(p.num_nics).store(0, std::memory_order_relaxed);
+    std::memset(p.nics, 0, sizeof(p.nics));
+    Atomic(p.seq).store((Atomic(p.seq).load() | 1u) + 1, std::memory_order_release);
+    slot_ = &p;
+    return;
+  }
+}
+
+// Frees our slot and, if no live process is left, removes the segment.
+// The lock makes this atomic against a joiner (see Attach). Only a
+// segment that is still linked is unlinked: the name is then ours.
+void OccupancyPublisher::Leave() {
+  SegmentLock lock(fd_);
+  int32_t me = static_cast<int32_t>(getpid());
+  Atomic(slot_->owner_pid).compare_exchange_strong(me, 0);
+  slot_ = nullptr;
+  trirace_occ_proc_t* procs = Slots();
+  for (int i = 0; i < TRIRACE_OCC_MAX_PROCS; ++i) {
+    int32_t owner = Atomic(procs[i].owner_pid).load(std::memory_order_acquire);
+    if (owner != 0 && ProcessAlive(owner, Atomic(procs[i].owner_start_time).load())) return;
+  }
+  if (!Unlinked(fd_) && shm_unlink(name_.c_str()) != 0 && errno != ENOENT) {
+    TRIRACE_WARN(NET, "removing the occupancy segment %s: %s", name_, strerror(errno));
   }
 }
 
@@ -218,14 +290,14 @@ void OccupancyPublisher::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  if (slot_ != nullptr) {
-    int32_t me = static_cast<int32_t>(getpid());
-    Atomic(slot_->owner_pid).compare_exchange_strong(me, 0);
-    slot_ = nullptr;
-  }
+  if (slot_ != nullptr) Leave();
   if (map_ != nullptr) {
     munmap(map_, map_bytes_);
     map_ = nullptr;
+  }
+  if (fd_ >= 0) {
+    close(fd_);
+    fd_ = -1;
   }
 }
 

@@ -15,7 +15,12 @@
 // segment, a different layout version, all slots taken): the publisher warns
 // once and keeps counting locally (Local()). Stop() (or destruction) frees
 // the slot: the process's bytes leave the host totals, as for a process
-// that died.
+// that died. The last live process of the job on the host to stop removes
+// the segment (shm_unlink); slots of dead processes do not count and are
+// freed by the next process that joins. Joining and leaving hold
+// flock(LOCK_EX) on the segment, so a process that joins while the last one
+// leaves either finds its slot in the old segment before the removal or
+// creates a new segment after it.
 //
 // Thread safety: the counter methods are thread-safe and lock-free; Start
 // and Stop must not race with each other.
@@ -112,7 +117,9 @@ class OccupancyPublisher {
     return &counters_[nic][cls];
   }
   absl::Status Attach(const std::string& segment_name);
+  trirace_occ_proc_t* Slots() const;
   void ClaimSlot();
+  void Leave();
   void Publish();
   void Run();
 
@@ -122,6 +129,8 @@ class OccupancyPublisher {
 
   void* map_ = nullptr;
   size_t map_bytes_ = 0;
+  int fd_ = -1;       // the segment, kept open for flock
+  std::string name_;  // the segment's shm name
   trirace_occ_proc_t* slot_ = nullptr;
   int64_t period_us_ = 1000;
   std::mutex mu_;

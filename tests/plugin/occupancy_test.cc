@@ -1,14 +1,20 @@
 // The occupancy segment: what the plugin publishes, what readers see.
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "plugin/net_harness.h"
@@ -103,9 +109,205 @@ TEST(NetPluginOccupancyPublisher, PublishesCountersAndFreesTheSlot) {
     EXPECT_EQ(found, 1);
     trirace_occ_close(r);
   }
-  trirace_occ_snapshot_t s;
-  EXPECT_TRUE(WaitForSnapshot(job, [](const trirace_occ_snapshot_t& s) { return s.num_procs == 0; }, &s));
+  // The only process left: the segment went with it.
+  trirace_occ_reader_t* r = nullptr;
+  EXPECT_EQ(trirace_occ_open(job.c_str(), &r), ENOENT);
   shm_unlink(ShmName(job).c_str());
+}
+
+bool SegmentExists(const std::string& job) {
+  int fd = shm_open(ShmName(job).c_str(), O_RDONLY, 0);
+  if (fd >= 0) close(fd);
+  return fd >= 0;
+}
+
+// Waits (bounded) until `pid` exited, without reaping it.
+bool WaitExited(pid_t pid, int timeout_ms = 60000) {
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd >= 0) {
+    pollfd p{pidfd, POLLIN, 0};
+    int r = poll(&p, 1, timeout_ms);
+    close(pidfd);
+    if (r != 1) return false;
+  }
+  siginfo_t info{};
+  return waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) == 0;
+}
+
+// A process that publishes in `job` until told to stop (a byte on its
+// pipe), then stops the publisher and exits; `ready` gets a byte once it
+// holds its slot.
+pid_t StartPublisher(const std::string& job, int* go_fd, int* ready_fd) {
+  int go[2], ready[2];
+  if (pipe(go) != 0 || pipe(ready) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(go[1]);
+    close(ready[0]);
+    OccupancyPublisher pub;
+    bool ok = pub.Start({{"lo", 10000}}, ShmName(job), 1000).ok() && pub.publishing();
+    char c = ok ? 'r' : 'f';
+    if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) < 0) ok = false;
+    pub.Stop();
+    _exit(ok ? 0 : 1);
+  }
+  close(go[0]);
+  close(ready[1]);
+  *go_fd = go[1];
+  *ready_fd = ready[0];
+  return pid;
+}
+
+bool Ready(int ready_fd) {
+  char c = 0;
+  return read(ready_fd, &c, 1) == 1 && c == 'r';
+}
+
+int Reap(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST(NetPluginOccupancyLifetime, SegmentStaysWhileAProcessLivesAndGoesWithTheLast) {
+  std::string job = UniqueJobId("life");
+  int go_a, ready_a, go_b, ready_b;
+  pid_t a = StartPublisher(job, &go_a, &ready_a);
+  ASSERT_GT(a, 0);
+  ASSERT_TRUE(Ready(ready_a));
+  pid_t b = StartPublisher(job, &go_b, &ready_b);
+  ASSERT_GT(b, 0);
+  ASSERT_TRUE(Ready(ready_b));
+  EXPECT_TRUE(SegmentExists(job));
+  ASSERT_EQ(write(go_a, "x", 1), 1);
+  EXPECT_EQ(Reap(a), 0);
+  EXPECT_TRUE(SegmentExists(job)) << "removed while another process of the job still publishes";
+  ASSERT_EQ(write(go_b, "x", 1), 1);
+  EXPECT_EQ(Reap(b), 0);
+  EXPECT_FALSE(SegmentExists(job)) << "the last process left the segment behind";
+  for (int fd : {go_a, ready_a, go_b, ready_b}) close(fd);
+  shm_unlink(ShmName(job).c_str());
+}
+
+TEST(NetPluginOccupancyLifetime, KilledProcessDoesNotKeepTheSegmentAlive) {
+  std::string job = UniqueJobId("lifekill");
+  int go_a, ready_a, go_b, ready_b;
+  pid_t a = StartPublisher(job, &go_a, &ready_a);
+  ASSERT_GT(a, 0);
+  ASSERT_TRUE(Ready(ready_a));
+  kill(a, SIGKILL);
+  EXPECT_EQ(Reap(a), 128 + SIGKILL);
+  EXPECT_TRUE(SegmentExists(job)) << "nobody was left to remove it";
+  // The next process to join frees the dead entry; when it leaves, the
+  // segment goes.
+  pid_t b = StartPublisher(job, &go_b, &ready_b);
+  ASSERT_GT(b, 0);
+  ASSERT_TRUE(Ready(ready_b));
+  {
+    int fd = shm_open(ShmName(job).c_str(), O_RDONLY, 0);
+    ASSERT_GE(fd, 0);
+    void* map = mmap(nullptr, TRIRACE_OCC_SEGMENT_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    ASSERT_NE(map, MAP_FAILED);
+    auto* procs = reinterpret_cast<const trirace_occ_proc_t*>(static_cast<const char*>(map) +
+                                                              sizeof(trirace_occ_header_t));
+    int owners = 0;
+    for (int i = 0; i < TRIRACE_OCC_MAX_PROCS; ++i) {
+      int32_t owner = __atomic_load_n(&procs[i].owner_pid, __ATOMIC_ACQUIRE);
+      EXPECT_NE(owner, a) << "the killed process's entry is still there";
+      owners += owner != 0;
+    }
+    EXPECT_EQ(owners, 1);
+    munmap(map, TRIRACE_OCC_SEGMENT_BYTES);
+  }
+  ASSERT_EQ(write(go_b, "x", 1), 1);
+  EXPECT_EQ(Reap(b), 0);
+  EXPECT_FALSE(SegmentExists(job));
+  for (int fd : {go_a, ready_a, go_b, ready_b}) close(fd);
+  // A leaver alone with a dead entry removes the segment too.
+  pid_t c = StartPublisher(job, &go_a, &ready_a);
+  ASSERT_GT(c, 0);
+  ASSERT_TRUE(Ready(ready_a));
+  pid_t d = StartPublisher(job, &go_b, &ready_b);
+  ASSERT_GT(d, 0);
+  ASSERT_TRUE(Ready(ready_b));
+  kill(c, SIGKILL);
+  EXPECT_EQ(Reap(c), 128 + SIGKILL);
+  ASSERT_EQ(write(go_b, "x", 1), 1);
+  EXPECT_EQ(Reap(d), 0);
+  EXPECT_FALSE(SegmentExists(job)) << "the dead entry kept the segment alive";
+  for (int fd : {go_a, ready_a, go_b, ready_b}) close(fd);
+  shm_unlink(ShmName(job).c_str());
+}
+
+// Many processes join and leave one job at the same time: every join
+// succeeds (none lands in a segment that is being removed), and when all
+// have left the segment is gone.
+TEST(NetPluginOccupancyLifetime, ConcurrentJoinsAndLeavesAreRaceFree) {
+  std::string job = UniqueJobId("liferace");
+  constexpr int kProcs = 6;
+  constexpr int kCycles = 40;
+  std::vector<pid_t> pids;
+  for (int p = 0; p < kProcs; ++p) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      bool ok = true;
+      for (int i = 0; i < kCycles && ok; ++i) {
+        OccupancyPublisher pub;
+        ok = pub.Start({{"lo", 10000}}, ShmName(job), 100000).ok() && pub.publishing();
+        pub.Stop();
+      }
+      _exit(ok ? 0 : 1);
+    }
+    pids.push_back(pid);
+  }
+  for (pid_t pid : pids) EXPECT_EQ(Reap(pid), 0) << "a join failed";
+  EXPECT_FALSE(SegmentExists(job));
+  shm_unlink(ShmName(job).c_str());
+}
+
+// The plugin itself: the segment of a job goes when its last rank exits.
+TEST(NetPluginOccupancyLifetime, PluginRemovesTheSegmentWhenTheLastRankExits) {
+  Env env = BaseEnv("lifeplugin");
+  std::string job;
+  for (const auto& kv : env) {
+    if (kv.first == "TRIRACE_JOB_ID") job = kv.second;
+  }
+  auto codes = RunRanks(
+      env,
+      [&](int rank, Channel& peer, Channel& parent) {
+        Pair p = Pair::Connect(PluginPath(), 11, rank, peer);
+        ASSERT_TRUE(p.ok);
+        std::vector<char> buf(1 << 20);
+        void* data = buf.data();
+        size_t size = buf.size();
+        int tag = 0;
+        void* req = nullptr;
+        while (req == nullptr) {
+          ASSERT_EQ(rank == 1 ? p.net->Isend(p.send_comm, data, size, 0, nullptr, &req)
+                              : p.net->Irecv(p.recv_comm, 1, &data, &size, &tag, nullptr, &req),
+                    ncclSuccess);
+        }
+        ASSERT_EQ(p.net->Wait(req), ncclSuccess);
+        p.Close();
+        EXPECT_EQ(p.net->Finalize(), ncclSuccess);
+        ASSERT_TRUE(parent.SendU64(1));
+        EXPECT_EQ(parent.RecvU64(90000), 2u);  // exit when told
+      },
+      [&](const std::vector<pid_t>& pids, std::vector<Channel*>& ch) {
+        ASSERT_EQ(ch[0]->RecvU64(90000), 1u);
+        ASSERT_EQ(ch[1]->RecvU64(90000), 1u);
+        EXPECT_TRUE(SegmentExists(job));
+        ch[0]->SendU64(2);
+        ASSERT_TRUE(WaitExited(pids[0]));
+        EXPECT_TRUE(SegmentExists(job)) << "removed while rank 1 still runs";
+        ch[1]->SendU64(2);
+        ASSERT_TRUE(WaitExited(pids[1]));
+        EXPECT_FALSE(SegmentExists(job)) << "the job's last rank left its segment behind";
+      });
+  ASSERT_EQ(codes.size(), 2u);
+  EXPECT_EQ(codes[0], 0);
+  EXPECT_EQ(codes[1], 0);
 }
 
 TEST(NetPluginOccupancyPublisher, ReadersNeverSeeTornRecords) {

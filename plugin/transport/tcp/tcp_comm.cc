@@ -1,5 +1,8 @@
 #include "plugin/transport/tcp/tcp_comm.h"
 
+#include <linux/sockios.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -9,12 +12,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
+#include "common/logging.h"
 #include "common/status.h"
 
 namespace trirace::net::tcp {
 namespace {
 
 constexpr uint64_t kMinPartBytes = 16384;
+constexpr int kLingerPollMs = 1;  // how often a closing sender re-checks the unacknowledged bytes
 
 std::vector<int> DataFds(const std::vector<UniqueFd>& sockets) {
   std::vector<int> fds;
@@ -81,6 +86,13 @@ absl::Status TcpComm::NewFlushRequest(void** request) {
   return absl::OkStatus();
 }
 
+bool TcpComm::AnyOutstanding() const {
+  for (const TcpRequest& r : requests_) {
+    if (r.kind != TcpRequest::Kind::kFree) return true;
+  }
+  return false;
+}
+
 absl::Status TcpComm::Test(TcpRequest* req, int* done, int* sizes) {
   *done = 0;
   if (req->kind == TcpRequest::Kind::kFree) {
@@ -89,7 +101,7 @@ absl::Status TcpComm::Test(TcpRequest* req, int* done, int* sizes) {
   absl::Status st;
   if (req->kind != TcpRequest::Kind::kFlush && !Done(*req)) {
     st = Progress();
-    if (!Done(*req)) return st;
+    if (!Done(*req)) return st.ok() ? Lost(*req) : st;
   }
   if (sizes != nullptr) {
     for (int i = 0; i < req->n; ++i) sizes[i] = static_cast<int>(req->subs[i].size);
@@ -196,6 +208,51 @@ absl::Status TcpSendComm::CheckBackChannel() {
   return failure();
 }
 
+namespace {
+
+// Reads and drops whatever the peer sent; true once it closed or failed.
+bool PeerGone(int fd) {
+  char sink[4096];
+  while (true) {
+    ssize_t r = ::recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+    if (r > 0) continue;
+    if (r == 0) return true;
+    return !WouldBlock(errno);
+  }
+}
+
+}  // namespace
+
+void TcpSendComm::FinishSending() {
+  if (!failure().ok() || AnyOutstanding()) return;
+  const int64_t deadline_ns = MonotonicNs() + int64_t{options_.timeout_ms} * 1000000;
+  std::vector<pollfd> waiting;
+  for (const UniqueFd& s : sockets_) {
+    if (::shutdown(s.get(), SHUT_WR) == 0) waiting.push_back({s.get(), POLLIN, 0});
+  }
+  int unacked = 0;
+  while (true) {
+    for (size_t i = 0; i < waiting.size();) {
+      // SIOCOUTQ: bytes (and the FIN) not yet acknowledged by the peer.
+      bool done = PeerGone(waiting[i].fd) || ioctl(waiting[i].fd, SIOCOUTQ, &unacked) != 0 ||
+                  unacked == 0;
+      if (done) {
+        waiting[i] = waiting.back();
+        waiting.pop_back();
+      } else {
+        ++i;
+      }
+    }
+    if (waiting.empty()) return;
+    int64_t left_ms = (deadline_ns - MonotonicNs()) / 1000000;
+    if (left_ms <= 0) break;
+    (void)::poll(waiting.data(), waiting.size(), static_cast<int>(std::min<int64_t>(left_ms, kLingerPollMs)));
+  }
+  TRIRACE_WARN(NET, "closeSend: the receiver did not acknowledge all bytes on %d socket(s) within %d ms "
+               "(TRIRACE_NET_TIMEOUT_MS); closing anyway, they may be lost",
+               static_cast<int>(waiting.size()), options_.timeout_ms);
+}
+
 absl::Status TcpSendComm::Progress() {
   TRIRACE_RETURN_IF_ERROR(failure());
   absl::Status st = FlushControl();
@@ -224,6 +281,17 @@ absl::Status TcpRecvComm::Irecv(int n, void** data, size_t* sizes, int* tags, vo
 bool TcpRecvComm::Done(const TcpRequest& req) const {
   return req.unmatched == 0 && req.inline_left == 0 &&
          req.parts_left.load(std::memory_order_acquire) == 0;
+}
+
+absl::Status TcpRecvComm::Lost(const TcpRequest& req) const {
+  // Frame headers are read in order and the EOF comes after the last one,
+  // so a buffer still unmatched then never gets a message. Matched buffers
+  // (parts still arriving on the data sockets) go on.
+  if (sender_closed_ && req.unmatched > 0) {
+    return RemoteError(absl::StrCat("the sender closed the connection before sending the message for ",
+                                    req.unmatched, " posted receive buffer(s) (tag ", req.subs[0].tag, ")"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status TcpRecvComm::Progress() {
@@ -255,12 +323,11 @@ absl::Status TcpRecvComm::ReadHeader(bool* complete) {
     header_read_ += static_cast<uint64_t>(r);
     partial_since_ns_ = header_read_ < sizeof(FrameHeader) ? MonotonicNs() : 0;
   } else if (r == 0) {
-    // Bytes that arrived before the close still complete their receives;
-    // only receives still waiting for a message fail.
-    if (!posted_.empty() || header_read_ > 0) {
-      return RemoteError("the sender closed the connection");
-    }
-    return absl::OkStatus();  // closed after its last message: nothing is lost
+    // Messages whose header arrived before the close still complete; a
+    // receive still waiting for a message fails in Test (Lost).
+    if (header_read_ > 0) return RemoteError("the sender closed the connection mid frame header");
+    sender_closed_ = true;
+    return absl::OkStatus();
   } else if (WouldBlock(errno)) {
     if (StalledTooLong(partial_since_ns_)) {
       return RemoteError(absl::StrCat("control socket: half a frame header and no data for ",

@@ -15,7 +15,15 @@
 //  * At most kMaxRequests requests per comm; beyond that Isend/Irecv return
 //    a null request (retry later).
 //  * Peer loss (EOF, reset) fails pending requests with RemoteError; a
-//    message that stalls mid-transfer for timeout_ms does too.
+//    message that stalls mid-transfer for timeout_ms does too. A sender that
+//    closes cleanly fails nothing: every message whose frame header arrived
+//    before the EOF still completes; only a receive whose message never
+//    came (or a half-sent message) fails.
+//  * Close: an isend being done only means its buffer may be reused. Before
+//    a send comm whose requests all completed is deleted, FinishSending()
+//    waits until the receiver's kernel acknowledged every byte (bounded by
+//    timeout_ms), so the close never turns into a reset that discards bytes
+//    still in flight.
 //
 // Thread safety: one thread at a time per comm (NCCL's proxy thread); the
 // part workers run in the background and only touch the parts queued to them.
@@ -79,6 +87,7 @@ class TcpComm {
   absl::Status Test(TcpRequest* req, int* done, int* sizes);
   // A completed no-op request (iflush on host memory).
   absl::Status NewFlushRequest(void** request);
+  bool AnyOutstanding() const;
 
  protected:
   TcpRequest* AllocRequest(TcpRequest::Kind kind);
@@ -87,6 +96,8 @@ class TcpComm {
   void Fail(absl::Status status);
   virtual absl::Status Progress() = 0;
   virtual bool Done(const TcpRequest& req) const = 0;
+  // Why `req`, not done, can never complete; OK while it still may.
+  virtual absl::Status Lost(const TcpRequest&) const { return absl::OkStatus(); }
   int control_fd() const { return sockets_[0].get(); }
   bool StalledTooLong(int64_t since_ns) const;
 
@@ -106,6 +117,13 @@ class TcpSendComm : public TcpComm {
   TcpSendComm(std::vector<UniqueFd> sockets, const CommOptions& options)
       : TcpComm(std::move(sockets), options, /*sending=*/true) {}
   absl::Status Isend(void* data, size_t size, int tag, void** request);
+  // Called by closeSend before deletion. When nothing is outstanding and
+  // the comm has not failed: shuts every socket down for writing (FIN after
+  // the queued bytes) and waits, at most timeout_ms, until the peer
+  // acknowledged everything (or closed), discarding what it sends, so that
+  // closing cannot reset the connection while bytes are still in flight.
+  // With requests outstanding the caller abandons them: no wait.
+  void FinishSending();
 
  private:
   struct Outgoing {
@@ -134,6 +152,7 @@ class TcpRecvComm : public TcpComm {
  private:
   absl::Status Progress() override;
   bool Done(const TcpRequest& req) const override;
+  absl::Status Lost(const TcpRequest& req) const override;
   absl::Status ReadHeader(bool* complete);
   // Finds the receive buffer for header_; false if none is posted yet.
   absl::Status Dispatch(bool* dispatched);
@@ -148,6 +167,7 @@ class TcpRecvComm : public TcpComm {
   TcpRequest::Sub* payload_sub_ = nullptr;
   uint64_t payload_read_ = 0;
   int64_t partial_since_ns_ = 0;  // a header or payload is half read
+  bool sender_closed_ = false;    // EOF on the control socket after a whole frame
   std::deque<TcpRequest*> posted_;  // receives with unmatched buffers, oldest first
 };
 

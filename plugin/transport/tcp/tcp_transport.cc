@@ -447,7 +447,9 @@ absl::Status TcpTransport::Test(void* request, int* done, int* sizes) {
 }
 
 absl::Status TcpTransport::CloseSend(void* send_comm) {
-  delete static_cast<TcpSendComm*>(send_comm);
+  auto* comm = static_cast<TcpSendComm*>(send_comm);
+  comm->FinishSending();
+  delete comm;
   return absl::OkStatus();
 }
 
