@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The main job: builds TriRace and shows what it is and how it is configured.
+# The main job: builds TriRace, shows its version and configuration, then
+# runs `trirace demo`: the hybrid-parallel example under every mode and
+# policy (on the network-namespace test bed as root, on loopback otherwise).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${TRIRACE_BUILD_DIR:-$root/build}
@@ -7,3 +9,5 @@ build_dir=${TRIRACE_BUILD_DIR:-$root/build}
 "$build_dir/bin/trirace" version
 echo
 "$build_dir/bin/trirace" env
+echo
+"$build_dir/bin/trirace" demo "$@"

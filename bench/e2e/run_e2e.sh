@@ -7,7 +7,7 @@
 #
 #   bench/e2e/run_e2e.sh [--build DIR] [--preset P]... [--reps N] [--hosts H]
 #                        [--ranks-per-host R] [--rate RATE] [--modes LIST]
-#                        [--out DIR] [--loopback] [-- extra hybrid_parallel flags]
+#                        [--out DIR] [--loopback] [--trace] [-- extra hybrid_parallel flags]
 #
 # Modes (comma list, default off,fifo,priority,trirace):
 #   none      no shim loaded
@@ -18,15 +18,23 @@
 # loopback with launch.sh (no shaped links: no contention to schedule
 # around; the figures only show the modes' overhead).
 #
-# Prints a table; writes DIR/results.tsv (one line per run) and each run's
-# rank logs under DIR/runs/. This prints figures: it never fails on timing.
+# Prints a table; writes DIR/results.tsv (one line per run), DIR/bounds.tsv
+# and each run's rank logs under DIR/runs/. cpu% is the share of the
+# machine's cores the ranks used (their getrusage over the training loop),
+# host% the whole machine's busy share over the run (/proc/stat): near 100
+# the CPUs, not the links, set the pace. --trace adds, after the timed runs,
+# one traced run per mode (off is traced as observe, which records without
+# gating) into DIR/traces/<preset>/<mode>/trace.<rank>.json and draws
+# DIR/iterations.png and DIR/timeline-<preset>.png with plot_e2e.py
+# (python3-matplotlib). This prints figures: it never fails on timing.
 # Exit codes: 0 done (even if some runs failed: they are marked), 2 usage,
 # 1 missing programs.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-build="$root/build" reps=3 hosts=4 per_host=2 rate=1gbit modes=off,fifo,priority,trirace out="" loopback=0
+build="$root/build" reps=3 hosts=4 per_host=2 rate=300mbit modes=off,fifo,priority,trirace out="" loopback=0
+trace=0
 presets=()
 extra=()
 while [ $# -gt 0 ]; do
@@ -40,8 +48,9 @@ while [ $# -gt 0 ]; do
     --modes) modes=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --loopback) loopback=1; shift ;;
+    --trace) trace=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_e2e: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -72,7 +81,7 @@ done
 [ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/trirace-e2e.XXXXXX")
 mkdir -p "$out/runs"
 results="$out/results.tsv"
-echo -e "preset\trep\tmode\tmedian_ms\tchecksum\tcpu_pct\tstatus" >"$results"
+echo -e "preset\trep\tmode\tmedian_ms\tchecksum\thost_cpu_pct\tstatus\tranks_cpu_pct" >"$results"
 
 # The test bed, made once and removed at exit.
 tb_name=""
@@ -105,13 +114,23 @@ mode_env() {
   case $1 in
     none) ;;
     off) echo "LD_PRELOAD=$shim TRIRACE_MODE=off" ;;
+    observe) echo "LD_PRELOAD=$shim TRIRACE_MODE=observe" ;;
     *) echo "LD_PRELOAD=$shim TRIRACE_MODE=schedule TRIRACE_POLICY=$1" ;;
   esac
 }
 
+# run_one PRESET REP MODE: one timed run, a line in results.tsv.
+# With a 4th argument (a folder) the run is traced there instead and not
+# counted.
 run_one() {
-  local preset=$1 rep=$2 mode=$3 dir="$out/runs/$1-$2-$3" envs=() kv
-  for kv in $(mode_env "$mode"); do envs+=(--env "$kv"); done
+  local preset=$1 rep=$2 mode=$3 tdir=${4:-} envs=() kv
+  local dir="$out/runs/$1-$2-$3${tdir:+-traced}" env_mode=$mode
+  [ -n "$tdir" ] && [ "$mode" = off ] && env_mode=observe
+  for kv in $(mode_env "$env_mode"); do envs+=(--env "$kv"); done
+  if [ -n "$tdir" ]; then
+    mkdir -p "$tdir"
+    envs+=(--env "TRIRACE_TRACE=$tdir/trace.%r.json")
+  fi
   local before after
   before=$(cpu_sample)
   if [ $loopback = 1 ]; then
@@ -132,27 +151,50 @@ run_one() {
   result=$(grep -h '^RESULT ' "$dir/rank-0.out" 2>/dev/null)
   median=$(sed -n 's/.*"median_ms":\([0-9.e+-]*\).*/\1/p' <<<"$result")
   checksum=$(sed -n 's/.*"checksum":"\([0-9a-f]*\)".*/\1/p' <<<"$result")
+  local ranks_cpu
+  ranks_cpu=$(sed -n 's/.*"ranks_cpu_pct":\([0-9.e+-]*\).*/\1/p' <<<"$result")
+  ranks_cpu=$(awk -v c="$ranks_cpu" 'BEGIN { if (c == "") print "nan"; else printf "%.0f", c }')
   local status=ok
   if [ $rc != 0 ] || [ -z "$median" ]; then status="failed($rc)"; fi
-  echo -e "$preset\t$rep\t$mode\t${median:-nan}\t${checksum:--}\t$cpu\t$status" >>"$results"
-  printf '  %-14s rep %d %-9s %10s ms  cpu %3s%%  %s\n' "$preset" "$rep" "$mode" "${median:-nan}" "$cpu" "$status"
+  if [ -n "$tdir" ]; then
+    printf '  %-14s traced  %-9s %10s ms  cpu %3s%% host %3s%%  %s -> %s\n' "$preset" "$mode" "${median:-nan}" \
+      "$ranks_cpu" "$cpu" "$status" "$tdir"
+    return
+  fi
+  echo -e "$preset\t$rep\t$mode\t${median:-nan}\t${checksum:--}\t$cpu\t$status\t$ranks_cpu" >>"$results"
+  printf '  %-14s rep %d %-9s %10s ms  cpu %3s%% host %3s%%  %s\n' "$preset" "$rep" "$mode" "${median:-nan}" \
+    "$ranks_cpu" "$cpu" "$status"
 }
 
 for preset in "${presets[@]}"; do
   for ((rep = 1; rep <= reps; rep++)); do
     for mode in "${runnable[@]}"; do run_one "$preset" "$rep" "$mode"; done
   done
+  if [ $trace = 1 ]; then
+    for mode in "${runnable[@]}"; do
+      [ "$mode" = none ] || run_one "$preset" 0 "$mode" "$out/traces/$preset/$mode"
+    done
+  fi
 done
 
 # ---- summary ---------------------------------------------------------------
 echo
 echo "results: $results"
-printf '%-14s %-9s %10s %8s %9s %10s %9s\n' preset mode median_ms spread off/mode bound_ms meas/bnd
+printf '%-14s %-9s %10s %8s %9s %10s %9s %5s %6s\n' preset mode median_ms spread off/mode bound_ms meas/bnd \
+  cpu% host%
+: >"$out/bounds.tsv"
+# Loopback is not shaped: only the compute on the critical path bounds it.
+bound_key=bound_ms
+if [ $loopback = 1 ]; then
+  bound_key=compute_ms
+  echo "(loopback: no shaped links, bound_ms is the compute on the critical path only)"
+fi
 for preset in "${presets[@]}"; do
   bound="nan"
   if [ -x "$bound_bin" ]; then
     bound=$("$bound_bin" --hosts "$hosts" --ranks-per-host "$per_host" --gbps "$gbps" -- --preset "$preset" \
-      "${extra[@]}" | sed -n 's/.*"bound_ms":\([0-9.]*\).*/\1/p')
+      "${extra[@]}" | sed -n "s/.*\"$bound_key\":\\([0-9.]*\\).*/\\1/p")
+    echo -e "$preset\t$bound" >>"$out/bounds.tsv"
   fi
   ref=$("$hybrid" --preset "$preset" "${extra[@]}" --reference | sed -n 's/.*"checksum":"\([0-9a-f]*\)".*/\1/p')
   awk -F'\t' -v preset="$preset" -v bound="${bound:-nan}" -v ref="$ref" -v modes="${runnable[*]}" '
@@ -161,6 +203,7 @@ for preset in "${presets[@]}"; do
       return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
     }
     NR > 1 && $1 == preset && $7 == "ok" { v[$3, ++n[$3]] = $4; by_rep[$3, $2] = $4; reps[$2] = 1; ok++
+      cpu[$3, n[$3]] = $8; host[$3, n[$3]] = $6
       if ($5 != ref) bad = bad " " $3 "/rep" $2 }
     END {
       nm = split(modes, ml, " ")
@@ -172,10 +215,27 @@ for preset in "${presets[@]}"; do
         rc = 0; for (r in reps) if (((ml[1], r) in by_rep) && ((m, r) in by_rep)) q[++rc] = by_rep[ml[1], r] / by_rep[m, r]
         ratio = rc ? sprintf("%.3fx", median(q, rc)) : "-"
         mb = (bound == "nan" || bound == 0) ? "-" : sprintf("%.2f", med / bound)
-        printf "%-14s %-9s %10.2f %7.1f%% %9s %10s %9s\n", preset, m, med, 100 * (hi - lo) / med, ratio, bound, mb
+        for (i = 1; i <= c; i++) { y[i] = cpu[m, i] + 0; z[i] = host[m, i] + 0 }
+        printf "%-14s %-9s %10.2f %7.1f%% %9s %10s %9s %4.0f%% %5.0f%%\n", preset, m, med, 100 * (hi - lo) / med,
+          ratio, bound, mb, median(y, c), median(z, c)
       }
       printf "%-14s checksum: %s\n", preset, ok == 0 ? "no successful run" : bad == "" ? "every run = reference " ref : "MISMATCH in" bad
     }' "$results"
 done
 echo "(spread = (max - min) / median over the repetitions; off/mode = median over repetitions of the" \
-  "first mode's time / this mode's, run side by side)"
+  "first mode's time / this mode's, run side by side; cpu% = the ranks' share of the machine's cores," \
+  "host% = the whole machine's, medians)"
+if [ $trace = 1 ]; then
+  echo "traces: $out/traces/<preset>/<mode>/trace.<rank>.json (open in ui.perfetto.dev)"
+  # The Debian python3 first: python3-matplotlib is installed for it, and
+  # another python3 may come first on PATH.
+  py=""
+  for p in /usr/bin/python3 python3; do
+    if "$p" -c 'import matplotlib' 2>/dev/null; then py=$p; break; fi
+  done
+  if [ -n "$py" ]; then
+    "$py" "$here/plot_e2e.py" --out "$out" --per-host "$per_host" --gbps "$gbps" | sed 's/^/picture: /'
+  else
+    echo "run_e2e: no python3 with matplotlib: no pictures (install python3-matplotlib)" >&2
+  fi
+fi

@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include <sys/resource.h>
+
 #include <nccl.h>
 
 #include "config.h"
@@ -73,6 +75,25 @@ std::string Hex(uint64_t v) {
   return buf;
 }
 
+// CPU time (user + system, every thread) this process has used, seconds.
+double ProcessCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto sec = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) * 1e-6; };
+  return sec(u.ru_utime) + sec(u.ru_stime);
+}
+
+double WallSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// What the training loop cost the CPUs: this rank's CPU time and wall time
+// over RunTraining (warm-up included).
+struct CpuUse {
+  double cpu_s = 0;
+  double wall_s = 0;
+};
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -81,13 +102,18 @@ double Median(std::vector<double> v) {
 
 // Gathers every rank's hash and the slowest rank's time per iteration; rank
 // 0 prints the RESULT line.
-void Report(const Config& c, const Device& dev, ncclComm_t world, const RunResult& r) {
+void Report(const Config& c, const Device& dev, ncclComm_t world, const RunResult& r,
+            const CpuUse& use) {
   std::vector<uint64_t> hashes(size_t(c.nranks));
   std::vector<double> ms = r.iteration_ms;
   uint64_t mine = r.rank_hash;
+  double cpu_s = use.cpu_s, wall_s = use.wall_s;
   Stream s(dev);
   CheckNccl(ncclAllGather(&mine, hashes.data(), 1, ncclUint64, world, s.get()), "ncclAllGather");
   CheckNccl(ncclAllReduce(ms.data(), ms.data(), ms.size(), ncclFloat64, ncclMax, world, s.get()),
+            "ncclAllReduce");
+  CheckNccl(ncclAllReduce(&cpu_s, &cpu_s, 1, ncclFloat64, ncclSum, world, s.get()), "ncclAllReduce");
+  CheckNccl(ncclAllReduce(&wall_s, &wall_s, 1, ncclFloat64, ncclMax, world, s.get()),
             "ncclAllReduce");
   dev.Synchronize(s.get());
   if (c.rank != 0) return;
@@ -107,6 +133,10 @@ void Report(const Config& c, const Device& dev, ncclComm_t world, const RunResul
     total.sparse += t.sparse * c.replicas;
   }
 
+  // ranks_cpu_pct: the share of this machine's cores the ranks used
+  // together while training; near 100 means the CPUs, not the links, set the
+  // pace (all ranks of a test bed share one machine).
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   std::ostringstream out;
   out.precision(6);
   out << "RESULT {\"example\":\"hybrid_parallel\",\"ranks\":" << c.nranks
@@ -121,6 +151,9 @@ void Report(const Config& c, const Device& dev, ncclComm_t world, const RunResul
       << ",\"sparse\":" << total.sparse << "},\"trirace\":{\"shim\":"
       << (trirace_api_version() > 0 ? "true" : "false")
       << ",\"scheduling\":" << (trirace_scheduler_active() ? "true" : "false")
+      << "},\"cpu\":{\"ranks_cpu_s\":" << cpu_s << ",\"wall_s\":" << wall_s
+      << ",\"cores\":" << cores << ",\"ranks_cpu_pct\":"
+      << (wall_s > 0 ? 100.0 * cpu_s / (wall_s * cores) : 0.0)
       << "},\"config\":" << ConfigJson(c) << "}";
   std::printf("%s\n", out.str().c_str());
   std::fflush(stdout);
@@ -160,8 +193,10 @@ int Main(int argc, char** argv) {
     ncclUniqueId id = ShareUniqueId(c.rank, c.uid_file, c.timeout_s);
     ncclComm_t world = nullptr;
     CheckNccl(ncclCommInitRank(&world, c.nranks, id, c.rank), "ncclCommInitRank");
+    CpuUse use{ProcessCpuSeconds(), WallSeconds()};
     RunResult r = RunTraining(c, dev, world);
-    Report(c, dev, world, r);
+    use = {ProcessCpuSeconds() - use.cpu_s, WallSeconds() - use.wall_s};
+    Report(c, dev, world, r, use);
     CheckNccl(ncclCommDestroy(world), "ncclCommDestroy");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hybrid_parallel: rank %d: %s\n", c.rank, e.what());

@@ -132,8 +132,23 @@ TEST(TriraceCliTest, RunRejectsBadFlagValuesAndMissingCommand) {
   EXPECT_EQ(missing.exit_code, 127);
 }
 
+TEST(TriraceCliTest, DemoRejectsBadFlagsAndSaysWhatIsMissingOutsideABuildTree) {
+  FakePrefix prefix(true, true);
+  auto reps = RunProcess({prefix.exe(), "demo", "--reps", "0"});
+  EXPECT_EQ(reps.exit_code, 2);
+  EXPECT_THAT(reps.err, HasSubstr("--reps \"0\": expected an integer from 1 to 50"));
+  auto unknown = RunProcess({prefix.exe(), "demo", "--fast"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_THAT(unknown.err, HasSubstr("unknown option \"--fast\""));
+  // The fake prefix has the libraries but not the example: nothing to build it with.
+  auto missing = RunProcess({prefix.exe(), "demo"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("bin/hybrid_parallel"));
+  EXPECT_THAT(missing.err, HasSubstr("is not a build tree to build them in"));
+}
+
 TEST(TriraceCliTest, HelpForEveryCommandAndUnknownCommand) {
-  for (const char* cmd : {"version", "env", "run"}) {
+  for (const char* cmd : {"version", "env", "run", "demo"}) {
     auto r = RunProcess({TRIRACE_EXE, cmd, "--help"});
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_THAT(r.out, HasSubstr(std::string("usage: trirace ") + cmd));

@@ -15,6 +15,7 @@ int VersionCommand(Args args);
 int EnvCommand(Args args);
 int RunCommand(Args args);
 int NetTopCommand(Args args);
+int DemoCommand(Args args);
 
 // True when `arg` is -h or --help.
 bool IsHelp(absl::string_view arg);

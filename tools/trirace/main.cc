@@ -20,6 +20,7 @@ constexpr Command kCommands[] = {
     {"env", EnvCommand, "list every TRIRACE_* parameter: value, source, default, description"},
     {"run", RunCommand, "run a program with the TriRace shim and net plugin loaded"},
     {"net-top", NetTopCommand, "live per-NIC network occupancy published by the TriRace net plugin"},
+    {"demo", DemoCommand, "the end-to-end speed-up: the contention preset under every mode, with pictures"},
 };
 
 void PrintUsage(FILE* out) {
