@@ -76,9 +76,7 @@ class GatingTest : public ::testing::Test {
     RankJob job;
     job.nranks = c.nranks;
     job.argv = [&](int rank) {
-      return std::vector<std::string>{RANDOM_RANKS,         "--lib",    HOSTCCL_LIBRARY,          "--rank",
-                                      std::to_string(rank), "--nranks", std::to_string(c.nranks), "--seed",
-                                      std::to_string(c.seed), "--ops",  std::to_string(c.ops)};
+      return RandomRanksArgv(RANDOM_RANKS, HOSTCCL_LIBRARY, rank, c.nranks, c.seed, c.ops);
     };
     env.push_back({"LD_PRELOAD", SHIM_PATH});
     env.push_back({"TRIRACE_MODE", mode});
@@ -86,11 +84,7 @@ class GatingTest : public ::testing::Test {
     env.push_back({"TRIRACE_CHUNK_BYTES", "4096"});  // most AllReduce/Reduce/Broadcast are split
     if (!trace.empty()) env.push_back({"TRIRACE_TRACE", trace});
     job.set_env = env;
-    for (const std::string& name : kUnset) {
-      bool set = false;
-      for (const auto& [k, v] : job.set_env) set |= k == name;
-      if (!set) job.unset_env.push_back(name);
-    }
+    job.unset_env = kUnset;
     job.timeout_ms = 90000;
     return LaunchRanks(job);
   }
@@ -236,17 +230,13 @@ TEST_F(GatingTest, RejectedCallsReturnWhatTheyReturnInModeOff) {
     RankJob j;
     j.nranks = c.nranks;
     j.argv = [&](int rank) {
-      return std::vector<std::string>{RANDOM_RANKS, "--lib", HOSTCCL_LIBRARY, "--rank", std::to_string(rank),
-                                      "--nranks", std::to_string(c.nranks), "--seed", std::to_string(c.seed),
-                                      "--ops", std::to_string(c.ops), "--errors", "1"};
+      std::vector<std::string> argv = RandomRanksArgv(RANDOM_RANKS, HOSTCCL_LIBRARY, rank, c.nranks, c.seed, c.ops);
+      argv.insert(argv.end(), {"--errors", "1"});
+      return argv;
     };
     j.set_env = {{"LD_PRELOAD", SHIM_PATH}, {"TRIRACE_MODE", mode}, {"TRIRACE_POLICY", policy},
                  {"TRIRACE_CHUNK_BYTES", "4096"}, {"TRIRACE_DEBUG", "NONE"}};
-    for (const std::string& name : kUnset) {
-      bool set = false;
-      for (const auto& [k, v] : j.set_env) set |= k == name;
-      if (!set) j.unset_env.push_back(name);
-    }
+    j.unset_env = kUnset;
     j.timeout_ms = 90000;
     return LaunchRanks(j);
   };

@@ -47,16 +47,10 @@ class HostcclTest : public ::testing::TestWithParam<Config> {
     RankJob job;
     job.nranks = c.nranks;
     job.argv = [&](int rank) {
-      return std::vector<std::string>{RANDOM_RANKS,   "--lib",  HOSTCCL_LIBRARY,        "--rank",
-                                      std::to_string(rank), "--nranks", std::to_string(c.nranks), "--seed",
-                                      std::to_string(c.seed), "--ops", std::to_string(c.ops)};
+      return RandomRanksArgv(RANDOM_RANKS, HOSTCCL_LIBRARY, rank, c.nranks, c.seed, c.ops);
     };
     if (shim) job.set_env = {{"LD_PRELOAD", SHIM_PATH}, {"TRIRACE_TRACE", dir_ + "/trace.%r.json"}};
-    for (const std::string& name : kUnset) {
-      bool set = false;
-      for (const auto& [k, v] : job.set_env) set |= k == name;
-      if (!set) job.unset_env.push_back(name);
-    }
+    job.unset_env = kUnset;
     job.timeout_ms = 120000;
     return LaunchRanks(job);
   }

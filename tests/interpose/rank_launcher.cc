@@ -120,6 +120,12 @@ std::string WithoutUidLine(const std::string& out) {
   return nl == std::string::npos ? std::string() : out.substr(nl + 1);
 }
 
+std::vector<std::string> RandomRanksArgv(const std::string& program, const std::string& library, int rank,
+                                         int nranks, uint64_t seed, int ops) {
+  return {program, "--lib", library, "--rank", std::to_string(rank), "--nranks", std::to_string(nranks),
+          "--seed", std::to_string(seed), "--ops", std::to_string(ops)};
+}
+
 std::vector<testing_support::ProcessResult> LaunchRanks(const RankJob& job) {
   const std::vector<std::string> env = MakeEnv(job);
   const auto deadline = Clock::now() + std::chrono::milliseconds(job.timeout_ms);

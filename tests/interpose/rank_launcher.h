@@ -7,6 +7,7 @@
 #ifndef TRIRACE_TESTS_INTERPOSE_RANK_LAUNCHER_H_
 #define TRIRACE_TESTS_INTERPOSE_RANK_LAUNCHER_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
@@ -20,6 +21,8 @@ struct RankJob {
   int nranks = 2;
   // argv of rank r (without the --uid argument).
   std::function<std::vector<std::string>(int rank)> argv;
+  // Applied to this process's environment: unset_env removed first, then
+  // set_env added, so a name may be in both.
   std::vector<std::pair<std::string, std::string>> set_env;
   std::vector<std::string> unset_env;
   int timeout_ms = 60000;
@@ -28,6 +31,11 @@ struct RankJob {
 // One result per rank; a rank that was killed for the timeout has
 // timed_out set.
 std::vector<testing_support::ProcessResult> LaunchRanks(const RankJob& job);
+
+// argv of the random_ranks workload (tests/interpose/random_ranks.cc) for
+// one rank: `program --lib library --rank r --nranks n --seed s --ops k`.
+std::vector<std::string> RandomRanksArgv(const std::string& program, const std::string& library, int rank,
+                                         int nranks, uint64_t seed, int ops);
 
 // stdout of a rank without its "uid ..." line (which differs run to run).
 std::string WithoutUidLine(const std::string& out);
