@@ -46,8 +46,12 @@
 
 #include "benchmark/benchmark.h"
 #include "nccl.h"
+#include "shim_copy.h"
 
 namespace {
+
+using trirace_bench::LoadShimCopy;
+using trirace_bench::Sym;
 
 using StreamCreateFn = ncclResult_t (*)(cudaStream_t*);
 using StreamSyncFn = ncclResult_t (*)(cudaStream_t);
@@ -77,27 +81,9 @@ struct Direct {
 Direct g_direct;
 std::string g_dir;
 
-template <typename Fn>
-Fn Sym(void* handle, const char* name) {
-  void* p = dlsym(handle, name);
-  if (p == nullptr) {
-    std::fprintf(stderr, "gated_overhead_bench: %s not found: %s\n", name, dlerror());
-    std::exit(1);
-  }
-  return reinterpret_cast<Fn>(p);
-}
-
 Api LoadShim(const char* mode, const char* policy, StreamCreateFn create) {
-  const std::string copy = g_dir + "/libtrirace-" + mode + "-" + policy + ".so";
-  std::filesystem::copy_file(SHIM_PATH, copy, std::filesystem::copy_options::overwrite_existing);
-  setenv("TRIRACE_MODE", mode, 1);
-  setenv("TRIRACE_POLICY", policy, 1);
-  setenv("TRIRACE_NCCL_LIBRARY", HOSTCCL_LIBRARY, 1);
-  void* h = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (h == nullptr) {
-    std::fprintf(stderr, "gated_overhead_bench: cannot load %s: %s\n", copy.c_str(), dlerror());
-    std::exit(1);
-  }
+  void* h = LoadShimCopy(SHIM_PATH, g_dir, std::string(mode) + "-" + policy,
+                         {{"TRIRACE_MODE", mode}, {"TRIRACE_POLICY", policy}, {"TRIRACE_NCCL_LIBRARY", HOSTCCL_LIBRARY}});
   Api api;
   api.all_reduce = Sym<decltype(&::ncclAllReduce)>(h, "ncclAllReduce");
   auto get_id = Sym<decltype(&::ncclGetUniqueId)>(h, "ncclGetUniqueId");

@@ -21,8 +21,12 @@
 
 #include "benchmark/benchmark.h"
 #include "nccl.h"
+#include "shim_copy.h"
 
 namespace {
+
+using trirace_bench::LoadShimCopy;
+using trirace_bench::Sym;
 
 struct Api {
   decltype(&::ncclAllReduce) all_reduce = nullptr;
@@ -32,16 +36,6 @@ struct Api {
 
 Api g_direct, g_off, g_observe, g_trace;
 std::string g_dir;
-
-template <typename Fn>
-Fn Sym(void* handle, const char* name) {
-  void* p = dlsym(handle, name);
-  if (p == nullptr) {
-    std::fprintf(stderr, "shim_overhead_bench: %s not found: %s\n", name, dlerror());
-    std::exit(1);
-  }
-  return reinterpret_cast<Fn>(p);
-}
 
 ncclComm_t MakeComm(void* handle, const char* prefix) {
   const std::string p(prefix);
@@ -58,16 +52,8 @@ ncclComm_t MakeComm(void* handle, const char* prefix) {
 
 // Loads a private copy of the shim configured for `mode`.
 Api LoadShim(const char* mode, const char* trace) {
-  const std::string copy = g_dir + "/libtrirace-" + mode + (trace[0] != '\0' ? "-trace" : "") + ".so";
-  std::filesystem::copy_file(SHIM_PATH, copy, std::filesystem::copy_options::overwrite_existing);
-  setenv("TRIRACE_MODE", mode, 1);
-  setenv("TRIRACE_TRACE", trace, 1);
-  setenv("TRIRACE_NCCL_LIBRARY", STANDIN_PATH, 1);
-  void* h = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (h == nullptr) {
-    std::fprintf(stderr, "shim_overhead_bench: cannot load %s: %s\n", copy.c_str(), dlerror());
-    std::exit(1);
-  }
+  void* h = LoadShimCopy(SHIM_PATH, g_dir, std::string(mode) + (trace[0] != '\0' ? "-trace" : ""),
+                         {{"TRIRACE_MODE", mode}, {"TRIRACE_TRACE", trace}, {"TRIRACE_NCCL_LIBRARY", STANDIN_PATH}});
   Api api;
   api.all_reduce = Sym<decltype(&::ncclAllReduce)>(h, "ncclAllReduce");
   api.comm_count = Sym<decltype(&::ncclCommCount)>(h, "ncclCommCount");
