@@ -12,6 +12,7 @@ namespace {
 constexpr absl::string_view kDebugLevels[] = {"NONE", "WARN", "INFO", "TRACE"};
 constexpr absl::string_view kModes[] = {"off", "observe", "schedule"};
 constexpr absl::string_view kPolicies[] = {"fifo", "priority", "trirace", "adversarial"};
+constexpr absl::string_view kAutoOnOff[] = {"auto", "on", "off"};
 constexpr absl::string_view kOccupancySources[] = {"auto", "plugin", "sysfs", "none"};
 
 const ParamSpec kTable[] = {
@@ -123,6 +124,16 @@ const ParamSpec kTable[] = {
      .component = "plugin",
      .min_int = 100,
      .max_int = 10000000},
+    {.id = ParamId::kNetClassPriority,
+     .name = "TRIRACE_NET_CLASS_PRIORITY",
+     .type = ParamType::kEnum,
+     .default_text = "auto",
+     .description = "socket priority of each send by its traffic class, so a priority qdisc or "
+                    "NIC queue serves P2P first: P2P 6 (pfifo_fast band 0), SPARSE 0 (band 1), "
+                    "DENSE 1 (band 2); a comm with an explicit trafficClass keeps it; auto = on "
+                    "with TRIRACE_MODE=schedule and TRIRACE_POLICY=trirace",
+     .component = "plugin",
+     .choices = kAutoOnOff},
     {.id = ParamId::kJobId,
      .name = "TRIRACE_JOB_ID",
      .type = ParamType::kString,

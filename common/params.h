@@ -53,6 +53,7 @@ enum class ParamId : int {
   kNetInner,
   kNetOccupancy,
   kNetPublishUs,
+  kNetClassPriority,
   kJobId,
   // hostccl/: the CPU NCCL
   kHostcclBootstrapTimeoutMs,

@@ -1,5 +1,6 @@
 #include "interpose/annotations.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "common/logging.h"
@@ -16,7 +17,7 @@ struct TagStack {
 thread_local TagStack t_stack;
 
 std::atomic<int64_t> g_iteration{TRIRACE_UNSET};
-std::atomic<bool> g_in_iteration{false};
+OpenIterations g_open_iterations;
 std::atomic<uint64_t> g_unbalanced_pops{0};
 std::atomic<uint64_t> g_unbalanced_ends{0};
 std::atomic<uint64_t> g_overflows{0};
@@ -57,16 +58,17 @@ int SetCommRole(struct ncclComm* comm, int role) {
 
 int IterationBegin(int64_t iteration) {
   g_iteration.store(iteration, std::memory_order_relaxed);
-  g_in_iteration.store(true, std::memory_order_relaxed);
+  g_open_iterations.Begin(iteration);
   Shim::Get().RecordIteration(iteration, /*begin=*/true);
   return TRIRACE_OK;
 }
 
 int IterationEnd(int64_t iteration) {
-  if (!g_in_iteration.exchange(false, std::memory_order_relaxed)) {
+  if (!g_open_iterations.End(iteration)) {
     g_unbalanced_ends.fetch_add(1, std::memory_order_relaxed);
-    TRIRACE_WARN_ONCE(INTERPOSE, "trirace_iteration_end(%d): no iteration is open (unbalanced begin/end); ignored",
-                      iteration);
+    TRIRACE_WARN_ONCE(INTERPOSE, "trirace_iteration_end(%lld): iteration %lld is not open (never begun, or "
+                      "already ended); ignored. Further unbalanced ends are counted in the exit summary",
+                      static_cast<long long>(iteration), static_cast<long long>(iteration));
     return TRIRACE_ERR_UNBALANCED;
   }
   Shim::Get().RecordIteration(iteration, /*begin=*/false);
@@ -89,6 +91,26 @@ const trirace_api_v1_t kApi = {
 int32_t Pick32(int32_t outer, int32_t inner) { return inner != TRIRACE_UNSET ? inner : outer; }
 
 }  // namespace
+
+void OpenIterations::Begin(int64_t iteration) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (std::find(open_.begin(), open_.end(), iteration) != open_.end()) return;
+  if (open_.size() >= kMaxOpen) open_.erase(open_.begin());
+  open_.push_back(iteration);
+}
+
+bool OpenIterations::End(int64_t iteration) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = std::find(open_.begin(), open_.end(), iteration);
+  if (it == open_.end()) return false;
+  open_.erase(it);
+  return true;
+}
+
+size_t OpenIterations::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return open_.size();
+}
 
 trirace_tag_t MergeTags(const trirace_tag_t& outer, const trirace_tag_t& inner) {
   trirace_tag_t t;

@@ -4,8 +4,11 @@
 // one below it (fields left TRIRACE_UNSET inherit), so CurrentTag() is one
 // thread-local read: the op takes the top, or TRIRACE_TAG_INIT when the
 // stack is empty. An op whose tag has no iteration takes the one set by
-// trirace_iteration_begin(). Misuse (pop on an empty stack, end without a
-// begin, a stack deeper than kMaxTagDepth) returns the header's error code
+// trirace_iteration_begin(). Iterations may overlap (pipeline schedules
+// such as PipeDream-2BW begin step i+1 before step i ends): an end closes
+// the open iteration of the same number (OpenIterations). Misuse (pop on an
+// empty stack, an end whose iteration is not open, a stack deeper than
+// kMaxTagDepth) returns the header's error code
 // and logs one WARN per kind of misuse per process; the counts appear in
 // the exit summary.
 //
@@ -18,6 +21,8 @@
 #define TRIRACE_INTERPOSE_ANNOTATIONS_H_
 
 #include <cstdint>
+#include <mutex>
+#include <vector>
 
 #include "trirace/trirace.h"
 
@@ -36,6 +41,26 @@ trirace_tag_t MergeTags(const trirace_tag_t& outer, const trirace_tag_t& inner);
 
 // The API table handed to programs (size, version and every function set).
 const trirace_api_v1_t* AnnotationApi();
+
+// The iterations begun and not yet ended. Bounded: beyond kMaxOpen the
+// oldest is forgotten (a program that never ends its iterations must not
+// grow the shim).
+//
+// Thread safety: all methods may be called from any thread.
+class OpenIterations {
+ public:
+  static constexpr size_t kMaxOpen = 64;
+  // Marks `iteration` open (again, if it already is: still one entry).
+  void Begin(int64_t iteration);
+  // Closes `iteration`; false when it is not open (never begun, already
+  // ended, or forgotten).
+  bool End(int64_t iteration);
+  size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<int64_t> open_;  // oldest first; guarded by mu_
+};
 
 struct AnnotationCounters {
   uint64_t unbalanced_pops;

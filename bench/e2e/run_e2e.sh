@@ -7,7 +7,8 @@
 #
 #   bench/e2e/run_e2e.sh [--build DIR] [--preset P]... [--reps N] [--hosts H]
 #                        [--ranks-per-host R] [--rate RATE] [--modes LIST]
-#                        [--out DIR] [--loopback] [--trace] [-- extra hybrid_parallel flags]
+#                        [--out DIR] [--loopback] [--no-prio] [--trace] [--env NAME=VALUE]...
+#                        [-- extra hybrid_parallel flags]
 #
 # Modes (comma list, default off,fifo,priority,trirace):
 #   none      no shim loaded
@@ -17,6 +18,12 @@
 # skipped with a message). Without root, or with --loopback, the ranks run on
 # loopback with launch.sh (no shaped links: no contention to schedule
 # around; the figures only show the modes' overhead).
+# The test bed's uplinks have a priority queue (testbed.sh --prio) that
+# serves socket priority 6 before 0 before 1, as a NIC with traffic classes
+# would; the net plugin uses it when class priority is on
+# (TRIRACE_NET_CLASS_PRIORITY, auto: in mode trirace only). --no-prio
+# leaves it out (one FIFO per uplink). --env adds a variable to every rank
+# of every mode (e.g. TRIRACE_NET_CLASS_PRIORITY=off to compare).
 #
 # Prints a table; writes DIR/results.tsv (one line per run), DIR/bounds.tsv
 # and each run's rank logs under DIR/runs/. cpu% is the share of the
@@ -34,6 +41,8 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build="$root/build" reps=3 hosts=4 per_host=2 rate=300mbit modes=off,fifo,priority,trirace out="" loopback=0
+prio=1
+user_env=()
 trace=0
 presets=()
 extra=()
@@ -48,9 +57,13 @@ while [ $# -gt 0 ]; do
     --modes) modes=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --loopback) loopback=1; shift ;;
+    --no-prio) prio=0; shift ;;
+    --env)
+      [[ ${2:-} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || { echo "run_e2e: --env '${2:-}': expected NAME=VALUE" >&2; exit 2; }
+      user_env+=(--env "$2"); shift 2 ;;
     --trace) trace=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h | --help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_e2e: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -93,7 +106,9 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 if [ $loopback = 0 ]; then
-  line=$("$testbed" up --hosts "$hosts" --rate "$rate" --owner $$ 2>"$out/testbed-up.err")
+  prio_flag=()
+  [ "$prio" = 1 ] && prio_flag=(--prio)
+  line=$("$testbed" up --hosts "$hosts" --rate "$rate" "${prio_flag[@]}" --owner $$ 2>"$out/testbed-up.err")
   rc=$?
   if [ $rc = 0 ]; then
     tb_name=$(sed -n 's/^TESTBED name=\([^ ]*\).*/\1/p' <<<"$line")
@@ -127,6 +142,7 @@ run_one() {
   local dir="$out/runs/$1-$2-$3${tdir:+-traced}" env_mode=$mode
   [ -n "$tdir" ] && [ "$mode" = off ] && env_mode=observe
   for kv in $(mode_env "$env_mode"); do envs+=(--env "$kv"); done
+  envs+=("${user_env[@]}")
   if [ -n "$tdir" ]; then
     mkdir -p "$tdir"
     envs+=(--env "TRIRACE_TRACE=$tdir/trace.%r.json")

@@ -166,7 +166,11 @@ static inline int trirace_set_comm_role(struct ncclComm* comm, int role) {
   return TRIRACE_API_HAS(api, set_comm_role) ? api->set_comm_role(comm, role) : TRIRACE_NOT_LOADED;
 }
 
-/* Marks the start and end of a training iteration (step). */
+/* Marks the start and end of a training iteration (step). Iterations may
+ * overlap (a pipeline schedule may begin step i+1 before step i ends): an
+ * end closes the begun iteration with the same number; an end whose
+ * iteration is not open returns TRIRACE_ERR_UNBALANCED. Ops whose tag has
+ * no iteration take the most recently begun one. */
 static inline int trirace_iteration_begin(int64_t iteration) {
   const trirace_api_v1_t* api = trirace_api();
   return TRIRACE_API_HAS(api, iteration_begin) ? api->iteration_begin(iteration) : TRIRACE_NOT_LOADED;

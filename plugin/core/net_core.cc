@@ -53,6 +53,8 @@ struct NetCore::Comm {
   Context* ctx = nullptr;
   void* inner = nullptr;
   uint64_t handle = 0;
+  bool explicit_traffic_class = false;  // send: a trafficClass was configured
+  int socket_priority = -1;             // send: last priority class priority set
   std::array<Request, NCCL_NET_MAX_REQUESTS> reqs;
 };
 
@@ -117,6 +119,10 @@ absl::Status NetCore::Init(const InitArgs& args) {
   init_status_ = transport_->Init(args);
   if (!init_status_.ok()) return init_status_;
   RefreshDeviceProps();
+  class_priority_ = ClassPriorityEnabled();
+  if (class_priority_) {
+    TRIRACE_INFO(NET, "class priority on: sends get SO_PRIORITY 6 (P2P), 0 (SPARSE), 1 (DENSE)");
+  }
   auto ctx = std::make_unique<Context>();
   default_context_ = ctx.get();
   contexts_.push_back(std::move(ctx));
@@ -319,6 +325,7 @@ absl::Status NetCore::Connect(void* ctx, int dev, const ncclNetCommConfig_v11_t*
   comm->dev = dev;
   comm->ctx = *c;
   comm->inner = inner;
+  comm->explicit_traffic_class = cfg.traffic_class != NCCL_NET_TRAFFIC_CLASS_UNDEF;
   auto h = AddComm(std::move(comm));
   if (!h.ok()) {
     (void)transport_->CloseSend(inner);
@@ -402,6 +409,18 @@ absl::StatusOr<std::pair<NetCore::Comm*, NetCore::Request*>> NetCore::LookupRequ
   return std::make_pair(comm, req);
 }
 
+void NetCore::ApplyClassPriority(Comm& comm, int cls) {
+  const int priority = SocketPriorityForClass(cls);
+  if (priority < 0 || priority == comm.socket_priority) return;
+  absl::Status st = transport_->SetSendPriority(comm.inner, priority);
+  if (!st.ok()) {
+    // Not worth failing a transfer over: the bytes still move, only unordered.
+    TRIRACE_WARN_ONCE(NET, "class priority: could not set socket priority %d: %s", priority,
+                      st.ToString());
+  }
+  comm.socket_priority = priority;  // tried once per change either way
+}
+
 absl::Status NetCore::Isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
                             void* phandle, void** request) {
   if (request == nullptr) return Invalid("isend", "request is NULL");
@@ -420,6 +439,8 @@ absl::Status NetCore::Isend(void* send_comm, void* data, size_t size, int tag, v
   }
   if (slot < 0) return absl::OkStatus();  // NCCL_NET_MAX_REQUESTS outstanding: retry later
   Request& req = comm->reqs[slot];
+  const int cls = comm->ctx->cls.load(std::memory_order_relaxed);
+  if (class_priority_ && !comm->explicit_traffic_class) ApplyClassPriority(*comm, cls);
   void* inner = nullptr;
   absl::Status st = transport_->Isend(comm->inner, data, size, tag, mhandle, phandle, &inner);
   if (!st.ok() || inner == nullptr) {
@@ -429,7 +450,7 @@ absl::Status NetCore::Isend(void* send_comm, void* data, size_t size, int tag, v
   req.inner = inner;
   req.flush = false;
   req.n = 1;
-  req.cls = comm->ctx->cls.load(std::memory_order_relaxed);
+  req.cls = cls;
   req.posted = size;
   req.seq++;
   publisher_.SendPosted(comm->dev, req.cls, size);

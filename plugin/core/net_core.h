@@ -108,6 +108,8 @@ class NetCore {
   void* RequestHandle(const Comm& comm, int slot) const;
   absl::StatusOr<std::pair<Comm*, Request*>> LookupRequest(void* handle);
   void RefreshDeviceProps();
+  // Class priority: gives `comm` the socket priority of class `cls`.
+  void ApplyClassPriority(Comm& comm, int cls);
 
   std::mutex mu_;
   absl::Status init_status_;         // guarded by mu_
@@ -121,6 +123,7 @@ class NetCore {
   Context* default_context_ = nullptr;
   HandleTable<Comm, 65536> comms_;
   occupancy::OccupancyPublisher publisher_;
+  bool class_priority_ = false;  // TRIRACE_NET_CLASS_PRIORITY; set once by Init
 };
 
 }  // namespace trirace::net

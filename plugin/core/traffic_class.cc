@@ -1,5 +1,6 @@
 #include "plugin/core/traffic_class.h"
 
+#include "common/params.h"
 #include "plugin/abi/net_abi.h"
 #include "trirace/trirace.h"
 
@@ -22,6 +23,21 @@ int ClassForOpMask(uint32_t op) {
   if (op & kSparse) return TRIRACE_CLASS_SPARSE;
   if (op & kDense) return TRIRACE_CLASS_DENSE;
   return 0;
+}
+
+int SocketPriorityForClass(int cls) {
+  switch (cls) {
+    case TRIRACE_CLASS_P2P: return 6;     // TC_PRIO_INTERACTIVE: band 0
+    case TRIRACE_CLASS_SPARSE: return 0;  // TC_PRIO_BESTEFFORT: band 1
+    case TRIRACE_CLASS_DENSE: return 1;   // TC_PRIO_FILLER: band 2
+    default: return -1;
+  }
+}
+
+bool ClassPriorityEnabled() {
+  const std::string& setting = ParamEnum(ParamId::kNetClassPriority);
+  if (setting != "auto") return setting == "on";
+  return ParamEnum(ParamId::kMode) == "schedule" && ParamEnum(ParamId::kPolicy) == "trirace";
 }
 
 }  // namespace trirace::net

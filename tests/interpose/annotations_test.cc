@@ -59,6 +59,30 @@ TEST(AnnotationsTest, MisuseReturnsTheErrorCodesAndIsCounted) {
   EXPECT_EQ(TagDepth(), 0);
 }
 
+TEST(AnnotationsTest, OverlappingIterationsEachEndOnce) {
+  OpenIterations open;
+  open.Begin(0);
+  open.Begin(1);  // 2BW: step 1 begins before step 0 ends
+  EXPECT_TRUE(open.End(0));
+  open.Begin(2);
+  EXPECT_TRUE(open.End(1));
+  EXPECT_FALSE(open.End(1)) << "an iteration ends once";
+  EXPECT_FALSE(open.End(7)) << "never begun";
+  EXPECT_TRUE(open.End(2));
+  EXPECT_EQ(open.size(), 0u);
+}
+
+TEST(AnnotationsTest, OpenIterationsAreBoundedOldestForgotten) {
+  OpenIterations open;
+  for (int64_t i = 0; i < static_cast<int64_t>(OpenIterations::kMaxOpen) + 3; ++i) open.Begin(i);
+  EXPECT_EQ(open.size(), OpenIterations::kMaxOpen);
+  EXPECT_FALSE(open.End(0));
+  EXPECT_TRUE(open.End(3));
+  open.Begin(5);  // already open: no second entry
+  EXPECT_TRUE(open.End(5));
+  EXPECT_FALSE(open.End(5));
+}
+
 TEST(AnnotationsTest, EachThreadHasItsOwnStack) {
   trirace_tag_t t = TRIRACE_TAG_INIT;
   t.layer = 1;

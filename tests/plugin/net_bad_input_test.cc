@@ -23,12 +23,6 @@ namespace {
 
 namespace tcp = trirace::net::tcp;
 
-void ExpectRanksPassed(const std::vector<int>& codes, int rank1_expected = 0) {
-  ASSERT_EQ(codes.size(), 2u);
-  EXPECT_EQ(codes[0], 0) << "rank 0 failed";
-  EXPECT_EQ(codes[1], rank1_expected) << "rank 1 ended unexpectedly";
-}
-
 TEST(NetPluginBadInput, GarbageHandleIsRejectedBeforeAnyConnect) {
   int code = RunInChild(BaseEnv("garbage"), [] {
     auto net = NetPlugin::Load(PluginPath(), 11);
@@ -396,30 +390,11 @@ TEST(NetPluginBadInput, ErrorsAreLoggedThroughNcclsLogger) {
   EXPECT_EQ(code, 0);
 }
 
-// The TOS byte of every IPv4 TCP socket this process has open.
-std::vector<int> TcpSocketTos() {
-  std::vector<int> tos;
-  for (int fd = 0; fd < 1024; ++fd) {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof(addr);
-    int type = 0;
-    socklen_t tlen = sizeof(type);
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 || addr.ss_family != AF_INET ||
-        getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) != 0 || type != SOCK_STREAM) {
-      continue;
-    }
-    int v = -1;
-    socklen_t vlen = sizeof(v);
-    if (getsockopt(fd, IPPROTO_IP, IP_TOS, &v, &vlen) == 0) tos.push_back(v);
-  }
-  return tos;
-}
-
 TEST(NetPluginTrafficClassTest, InitConfigSetsTosOnEverySocketOfTheComm) {
   auto codes = RunRanks(BaseEnv("tos"), [](int rank, Channel& peer, Channel&) {
     Pair p = Pair::Connect(PluginPath(), 11, rank, peer, /*traffic_class=*/184);  // DSCP EF
     ASSERT_TRUE(p.ok);
-    std::vector<int> tos = TcpSocketTos();
+    std::vector<int> tos = TcpSocketOptionValues(IPPROTO_IP, IP_TOS);
     int marked = 0;
     for (int v : tos) marked += v == 184;
     // Connected comms have 1 control + TRIRACE_NET_NSOCKS (4) data sockets.

@@ -1,5 +1,8 @@
 #include "plugin/net_pair.h"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include "gtest/gtest.h"
 
 namespace net_test {
@@ -7,6 +10,30 @@ namespace net_test {
 Env BaseEnv(const std::string& tag) {
   return {{"TRIRACE_NET_IFNAME", "lo"}, {"TRIRACE_JOB_ID", UniqueJobId(tag)},
           {"TRIRACE_NET_TIMEOUT_MS", "5000"}};
+}
+
+void ExpectRanksPassed(const std::vector<int>& codes, int rank1_expected) {
+  ASSERT_EQ(codes.size(), 2u);
+  EXPECT_EQ(codes[0], 0) << "rank 0 failed";
+  EXPECT_EQ(codes[1], rank1_expected) << "rank 1 ended unexpectedly";
+}
+
+std::vector<int> TcpSocketOptionValues(int level, int name) {
+  std::vector<int> values;
+  for (int fd = 0; fd < 1024; ++fd) {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof(addr);
+    int type = 0;
+    socklen_t tlen = sizeof(type);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 || addr.ss_family != AF_INET ||
+        getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) != 0 || type != SOCK_STREAM) {
+      continue;
+    }
+    int v = -1;
+    socklen_t vlen = sizeof(v);
+    if (getsockopt(fd, level, name, &v, &vlen) == 0) values.push_back(v);
+  }
+  return values;
 }
 
 Pair Pair::Connect(const std::string& path, int version, int rank, Channel& peer,

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "plugin/net_harness.h"
 
@@ -29,6 +30,14 @@ struct Pair {
 
 // Environment every test rank gets: loopback only, a private job id.
 Env BaseEnv(const std::string& tag);
+
+// Checks RunRanks' exit codes: rank 0 passed, rank 1 ended with
+// `rank1_expected`.
+void ExpectRanksPassed(const std::vector<int>& codes, int rank1_expected = 0);
+
+// The value of socket option (level, name) on every IPv4 TCP socket this
+// process has open (e.g. IPPROTO_IP/IP_TOS, SOL_SOCKET/SO_PRIORITY).
+std::vector<int> TcpSocketOptionValues(int level, int name);
 
 }  // namespace net_test
 

@@ -93,6 +93,13 @@ TEST(NetPluginWire, PartsCoverTheMessageExactly) {
   }
 }
 
+TEST(NetPluginTrafficClass, ClassPriorityPutsP2PInTheFirstBandAndDenseInTheLast) {
+  EXPECT_EQ(SocketPriorityForClass(TRIRACE_CLASS_P2P), 6);     // pfifo_fast band 0
+  EXPECT_EQ(SocketPriorityForClass(TRIRACE_CLASS_SPARSE), 0);  // band 1
+  EXPECT_EQ(SocketPriorityForClass(TRIRACE_CLASS_DENSE), 1);   // band 2
+  EXPECT_EQ(SocketPriorityForClass(0), -1);                    // unattributed: untouched
+}
+
 TEST(NetPluginTrafficClass, PriorityIsThePrecedenceBits) {
   EXPECT_EQ(PriorityForTrafficClass(0), 0);
   EXPECT_EQ(PriorityForTrafficClass(0xb8), 5);  // DSCP EF (46) << 2

@@ -113,6 +113,15 @@ absl::Status TcpComm::Test(TcpRequest* req, int* done, int* sizes) {
 
 // ---- send side -------------------------------------------------------------
 
+absl::Status TcpSendComm::SetPriority(int priority) {
+  for (const UniqueFd& fd : sockets_) {
+    if (setsockopt(fd.get(), SOL_SOCKET, SO_PRIORITY, &priority, sizeof(priority)) != 0) {
+      return SystemError(absl::StrCat("setsockopt(SO_PRIORITY, ", priority, ")"), errno);
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status TcpSendComm::Isend(void* data, size_t size, int tag, void** request) {
   *request = nullptr;
   TRIRACE_RETURN_IF_ERROR(failure());
