@@ -184,4 +184,10 @@ const std::string& ParamString(ParamId id) { return Checked(id, ParamType::kStri
 const std::string& ParamEnum(ParamId id) { return Checked(id, ParamType::kEnum).text; }
 ParamSource ParamSourceOf(ParamId id) { return Params::Get().Value(id).source; }
 
+bool NetClassPriorityEnabled() {
+  const std::string& setting = ParamEnum(ParamId::kNetClassPriority);
+  if (setting != "auto") return setting == "on";
+  return ParamEnum(ParamId::kMode) == "schedule" && ParamEnum(ParamId::kPolicy) == "trirace";
+}
+
 }  // namespace trirace

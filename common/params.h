@@ -157,6 +157,15 @@ const std::string& ParamString(ParamId id);
 const std::string& ParamEnum(ParamId id);  // canonical choice text
 ParamSource ParamSourceOf(ParamId id);
 
+// Settings derived from several parameters, read the same way by every
+// component that needs them.
+
+// Whether the net plugin's class priority is on: TRIRACE_NET_CLASS_PRIORITY
+// =on, or auto with TRIRACE_MODE=schedule and TRIRACE_POLICY=trirace. The
+// plugin sets socket priorities by it; the trirace policy relies on it
+// ([R10] in scheduler/trirace_policy.h).
+bool NetClassPriorityEnabled();
+
 }  // namespace trirace
 
 #endif  // TRIRACE_COMMON_PARAMS_H_

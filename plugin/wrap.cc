@@ -207,7 +207,7 @@ class WrapTransport : public Transport {
                                   &ncclNet_v8_t::test, request, done, sizes));
   }
 
-  absl::Status SetSendPriority(void*, int) override {
+  absl::Status SetSendClass(void*, int, int) override {
     return absl::UnimplementedError("the inner plugin's sockets are its own (wrapper mode)");
   }
   absl::Status CloseSend(void* c) override {

@@ -24,6 +24,7 @@ TriracePolicyConfig TriracePolicyConfig::FromParams() {
   c.deadline_slack_ns = ParamInt(ParamId::kDeadlineSlackUs) * 1000;
   c.max_hold_ns = ParamInt(ParamId::kMaxHoldUs) * 1000;
   c.foreign_headroom = ParamDouble(ParamId::kForeignHeadroom);
+  c.wire_class_priority = NetClassPriorityEnabled();
   return c;
 }
 
@@ -42,7 +43,8 @@ bool TriracePolicy::DenseFits(const Task& task, const SchedulerView& view, bool*
   for (LinkId id : task.spec.links) {
     const LinkState* link = view.Link(id);
     if (link == nullptr) continue;
-    const bool higher = link->HigherClassActive();  // [R3] SPARSE counts here
+    // [R3] SPARSE counts here; [R10] not when the wire orders the classes.
+    const bool higher = !config_.wire_class_priority && link->HigherClassActive();  // [R10]
     double limit = static_cast<double>(higher ? config_.dense_credit_bytes    // [R5]
                                               : config_.dense_window_bytes);  // [R4]
     const bool fresh = link->occupancy_ns >= 0 &&

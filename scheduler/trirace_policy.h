@@ -46,6 +46,12 @@
 //        free = 1 - headroom - foreign/capacity, DENSE does not go at all
 //        when free <= 0, and otherwise its window and credit are scaled by
 //        free / (1 - headroom).
+//   [R10] Wire class priority: when the net plugin's class priority is on
+//        (TRIRACE_NET_CLASS_PRIORITY; wire_class_priority), P2P and SPARSE
+//        leave the NIC ahead of DENSE packet by packet, so DENSE cannot
+//        queue them behind it and holding it back only delays it:
+//        higher-class activity neither limits DENSE to the credit ([R5])
+//        nor closes a gap ([R4]); the window still applies.
 //
 // Thread safety: see policy.h.
 #ifndef TRIRACE_SCHEDULER_TRIRACE_POLICY_H_
@@ -65,9 +71,11 @@ struct TriracePolicyConfig {
   int64_t max_hold_ns = 0;                    // [R8]; 0 = the engine's bound
   double foreign_headroom = 0.1;              // [R9], in [0, 1]
   int64_t occupancy_max_age_ns = 100'000'000; // [R9]: older samples are ignored
+  bool wire_class_priority = false;           // [R10]
 
   // From TRIRACE_DENSE_WINDOW_BYTES, TRIRACE_DENSE_CREDIT_BYTES,
-  // TRIRACE_DEADLINE_SLACK_US, TRIRACE_MAX_HOLD_US, TRIRACE_FOREIGN_HEADROOM.
+  // TRIRACE_DEADLINE_SLACK_US, TRIRACE_MAX_HOLD_US, TRIRACE_FOREIGN_HEADROOM,
+  // and NetClassPriorityEnabled() for wire_class_priority.
   static TriracePolicyConfig FromParams();
 };
 

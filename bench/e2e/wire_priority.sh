@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # wire_priority.sh: what class priority (TRIRACE_NET_CLASS_PRIORITY) buys on
 # a shaped link, measured below NCCL: one 256 KiB message (a pipeline
-# activation) sent while 4 bulk TCP streams (a gradient all-reduce) fill the
-# same uplink, on a 2-host test bed with the priority queue (--prio).
-# Prints the probe's round trip for: the link idle; bulk and probe in one
-# band (no class priority); bulk at the DENSE priority and the probe at the
-# P2P priority (what the plugin sets with class priority on).
+# activation) from host 0 to host 1 while 4 bulk TCP streams (a gradient
+# all-reduce) fill the same uplink (bulk from host 0) or host 1's downlink
+# (bulk from host 2), on a 3-host test bed with the priority queues
+# (--prio). Prints the probe's round trip for: the links idle; bulk and
+# probe unmarked (no class priority); bulk marked DENSE and the probe P2P
+# (what the plugin sets with class priority on).
 #
 #   bench/e2e/wire_priority.sh [--rate RATE] [--probe-bytes N] [--flows F] [--probes P]
 #
@@ -37,19 +38,23 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/trirace-wireprio.XXXXXX")
 name=""
 cleanup() { [ -n "$name" ] && "$testbed" down --name "$name" >/dev/null 2>&1; rm -rf "$out"; }
 trap cleanup EXIT
-line=$("$testbed" up --hosts 2 --rate "$rate" --prio --owner $$ 2>"$out/up.err") || {
+line=$("$testbed" up --hosts 3 --rate "$rate" --prio --owner $$ 2>"$out/up.err") || {
   echo "wire_priority: no test bed: $(tail -n1 "$out/up.err")" >&2
   exit 77
 }
 name=$(sed -n 's/^TESTBED name=\([^ ]*\).*/\1/p' <<<"$line")
-peer=$(sed -n 's/.* addrs=[^,]*,\([^ ]*\).*/\1/p' <<<"$line")
+peer=$(sed -n 's/.* addrs=[^,]*,\([^,]*\),.*/\1/p' <<<"$line")
 echo "test bed: $line"
 echo "probe: $probe_bytes bytes + 1-byte reply, $probes times; bulk: $flows TCP streams"
-printf '%-44s %s\n' "case (bulk priority / probe priority)" "probe round trip"
-for c in "idle:-1:6" "one band, no class priority:0:0" "class priority (DENSE 1 / P2P 6):1:6"; do
-  IFS=: read -r label bulk_prio probe_prio <<<"$c"
-  "$testbed" run --name "$name" --timeout 60 --out "$out/run" -- \
-    python3 "$probe" "$peer" "$flows" "$bulk_prio" "$probe_prio" "$probe_bytes" "$probes" >/dev/null 2>&1
-  result=$(sed -n 's/^probe_ms //p' "$out/run/rank-0.out" 2>/dev/null)
-  printf '%-44s %s\n' "$label ($bulk_prio / $probe_prio)" "${result:-failed (see rank logs)} ms"
+printf '%-10s %-38s %s\n' "shared" "case (bulk mark / probe mark)" "probe round trip"
+for where in uplink downlink; do
+  for c in "idle:-1:6" "unmarked, no class priority:0:0" "class priority (DENSE / P2P):1:6"; do
+    IFS=: read -r label bulk_prio probe_prio <<<"$c"
+    [ "$where" = downlink ] && [ "$bulk_prio" = -1 ] && continue  # idle is idle
+    "$testbed" run --name "$name" --timeout 60 --out "$out/run" -- \
+      python3 "$probe" "$peer" "$where" "$flows" "$bulk_prio" "$probe_prio" "$probe_bytes" "$probes" \
+      >/dev/null 2>&1
+    result=$(sed -n 's/^probe_ms //p' "$out/run/rank-0.out" 2>/dev/null)
+    printf '%-10s %-38s %s\n' "$where" "$label" "${result:-failed (see rank logs)} ms"
+  done
 done

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""One rank of bench/e2e/wire_priority.sh, run by testbed.sh on 2 hosts.
+"""One rank of bench/e2e/wire_priority.sh, run by testbed.sh on 3 hosts.
 
-Rank 1 (host 1) receives. Rank 0 (host 0) keeps FLOWS bulk TCP streams
-busy towards host 1 at socket priority BULK_PRIO (-1: no bulk traffic) and
-times PROBES round trips of one PROBE_BYTES message (a pipeline activation)
-at socket priority PROBE_PRIO, answered by one byte. Prints one line:
+Rank 1 (host 1) receives. FLOWS bulk TCP streams towards host 1, marked
+BULK_PRIO (-1: no bulk traffic), come from host 0 (WHERE=uplink: they share
+the probe's uplink) or host 2 (WHERE=downlink: they share host 1's
+downlink). Rank 0 (host 0) times PROBES round trips of one PROBE_BYTES
+message (a pipeline activation) marked PROBE_PRIO, answered by one byte,
+and prints one line:
   probe_ms median=... min=... max=...
-Socket priorities are what the net plugin's class priority sets
-(TRIRACE_NET_CLASS_PRIORITY): P2P 6, SPARSE 0, DENSE 1.
+A mark is what the net plugin's class priority sets
+(TRIRACE_NET_CLASS_PRIORITY): socket priority 6 with DSCP EF (P2P), 0 with
+DSCP 0 (SPARSE), 1 with DSCP CS1 (DENSE).
 """
 import os
 import socket
@@ -16,6 +19,14 @@ import threading
 import time
 
 BULK_PORT, PROBE_PORT = 5101, 5102
+TOS_OF_PRIORITY = {6: 46 << 2, 0: 0, 1: 8 << 2}
+
+
+def marked_socket(priority):
+    s = socket.socket()
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, TOS_OF_PRIORITY.get(priority, 0))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, priority)  # after IP_TOS, which resets it
+    return s
 
 
 def drain(conn):
@@ -44,23 +55,26 @@ def receiver(addr, probe_bytes):
         c.sendall(b"k")
 
 
-def sender(peer, flows, bulk_prio, probe_prio, probe_bytes, probes):
-    stop = time.time() + 60
+def bulk_flows(peer, flows, prio, seconds):
+    stop = time.time() + seconds
 
     def bulk():
-        s = socket.socket()
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, bulk_prio)
+        s = marked_socket(prio)
         s.connect((peer, BULK_PORT))
         buf = b"d" * (1 << 20)
         while time.time() < stop:
             s.sendall(buf)
+        s.close()
 
-    if bulk_prio >= 0:
-        for _ in range(flows):
-            threading.Thread(target=bulk, daemon=True).start()
-        time.sleep(1.0)  # let the bulk flows fill the queue
-    p = socket.socket()
-    p.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, probe_prio)
+    threads = [threading.Thread(target=bulk, daemon=True) for _ in range(flows)]
+    for t in threads:
+        t.start()
+    return threads
+
+
+def prober(peer, probe_prio, probe_bytes, probes):
+    time.sleep(1.5)  # let the bulk flows fill the queues
+    p = marked_socket(probe_prio)
     p.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     p.connect((peer, PROBE_PORT))
     msg = b"p" * probe_bytes
@@ -78,13 +92,22 @@ def sender(peer, flows, bulk_prio, probe_prio, probe_bytes, probes):
 
 
 def main():
-    peer, flows, bulk_prio, probe_prio, probe_bytes, probes = sys.argv[1:7]
+    peer, where, flows, bulk_prio, probe_prio, probe_bytes, probes = sys.argv[1:8]
     rank = int(os.environ["RANK"])
+    flows, bulk_prio, probe_prio = int(flows), int(bulk_prio), int(probe_prio)
+    bulk_rank = 0 if where == "uplink" else 2
     if rank == 1:
         receiver(os.environ["TESTBED_HOST_ADDR"], int(probe_bytes))
+        return
+    time.sleep(0.5)  # the receiver listens first
+    if rank == bulk_rank and bulk_prio >= 0:
+        threads = bulk_flows(peer, flows, bulk_prio, 60)
     else:
-        time.sleep(0.5)  # the receiver listens first
-        sender(peer, int(flows), int(bulk_prio), int(probe_prio), int(probe_bytes), int(probes))
+        threads = []
+    if rank == 0:
+        prober(peer, probe_prio, int(probe_bytes), int(probes))
+    for t in threads:
+        t.join()
 
 
 if __name__ == "__main__":

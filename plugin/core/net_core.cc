@@ -54,7 +54,7 @@ struct NetCore::Comm {
   void* inner = nullptr;
   uint64_t handle = 0;
   bool explicit_traffic_class = false;  // send: a trafficClass was configured
-  int socket_priority = -1;             // send: last priority class priority set
+  std::optional<ClassMarks> class_marks;  // send: last marks class priority set
   std::array<Request, NCCL_NET_MAX_REQUESTS> reqs;
 };
 
@@ -119,9 +119,10 @@ absl::Status NetCore::Init(const InitArgs& args) {
   init_status_ = transport_->Init(args);
   if (!init_status_.ok()) return init_status_;
   RefreshDeviceProps();
-  class_priority_ = ClassPriorityEnabled();
+  class_priority_ = NetClassPriorityEnabled();
   if (class_priority_) {
-    TRIRACE_INFO(NET, "class priority on: sends get SO_PRIORITY 6 (P2P), 0 (SPARSE), 1 (DENSE)");
+    TRIRACE_INFO(NET, "class priority on: sends are marked DSCP EF / SO_PRIORITY 6 (P2P), "
+                      "0 / 0 (SPARSE), CS1 / 1 (DENSE)");
   }
   auto ctx = std::make_unique<Context>();
   default_context_ = ctx.get();
@@ -410,15 +411,15 @@ absl::StatusOr<std::pair<NetCore::Comm*, NetCore::Request*>> NetCore::LookupRequ
 }
 
 void NetCore::ApplyClassPriority(Comm& comm, int cls) {
-  const int priority = SocketPriorityForClass(cls);
-  if (priority < 0 || priority == comm.socket_priority) return;
-  absl::Status st = transport_->SetSendPriority(comm.inner, priority);
+  const std::optional<ClassMarks> marks = MarksForClass(cls);
+  if (!marks || marks == comm.class_marks) return;
+  absl::Status st = transport_->SetSendClass(comm.inner, marks->tos, marks->priority);
   if (!st.ok()) {
     // Not worth failing a transfer over: the bytes still move, only unordered.
-    TRIRACE_WARN_ONCE(NET, "class priority: could not set socket priority %d: %s", priority,
-                      st.ToString());
+    TRIRACE_WARN_ONCE(NET, "class priority: could not mark a send comm with TOS %d / priority %d: %s",
+                      marks->tos, marks->priority, st.ToString());
   }
-  comm.socket_priority = priority;  // tried once per change either way
+  comm.class_marks = marks;  // tried once per change either way
 }
 
 absl::Status NetCore::Isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,

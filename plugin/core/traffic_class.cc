@@ -1,6 +1,5 @@
 #include "plugin/core/traffic_class.h"
 
-#include "common/params.h"
 #include "plugin/abi/net_abi.h"
 #include "trirace/trirace.h"
 
@@ -25,19 +24,13 @@ int ClassForOpMask(uint32_t op) {
   return 0;
 }
 
-int SocketPriorityForClass(int cls) {
+std::optional<ClassMarks> MarksForClass(int cls) {
   switch (cls) {
-    case TRIRACE_CLASS_P2P: return 6;     // TC_PRIO_INTERACTIVE: band 0
-    case TRIRACE_CLASS_SPARSE: return 0;  // TC_PRIO_BESTEFFORT: band 1
-    case TRIRACE_CLASS_DENSE: return 1;   // TC_PRIO_FILLER: band 2
-    default: return -1;
+    case TRIRACE_CLASS_P2P: return ClassMarks{46 << 2, 6};   // EF, TC_PRIO_INTERACTIVE: band 0
+    case TRIRACE_CLASS_SPARSE: return ClassMarks{0, 0};      // default, TC_PRIO_BESTEFFORT: band 1
+    case TRIRACE_CLASS_DENSE: return ClassMarks{8 << 2, 1};  // CS1, TC_PRIO_FILLER: band 2
+    default: return std::nullopt;
   }
-}
-
-bool ClassPriorityEnabled() {
-  const std::string& setting = ParamEnum(ParamId::kNetClassPriority);
-  if (setting != "auto") return setting == "on";
-  return ParamEnum(ParamId::kMode) == "schedule" && ParamEnum(ParamId::kPolicy) == "trirace";
 }
 
 }  // namespace trirace::net

@@ -6,29 +6,38 @@
 //   no hint (0 or NCCL_NET_ATTR_UNDEF)       -> 0 (unattributed)
 // The occupancy segment keeps one counter set per class.
 //
-// Class priority (TRIRACE_NET_CLASS_PRIORITY): with it on, the core sets a
-// send comm's socket priority from the class of each send, so that a
-// priority queue at the NIC (a pfifo_fast/prio qdisc, or a NIC's traffic
-// classes) moves pipeline activations ahead of bulk gradients on the wire,
-// packet by packet, instead of sharing the link with them. Linux maps
-// SO_PRIORITY to pfifo_fast bands through the default priomap
-// (1 2 2 2 1 2 0 0 ...): 6 -> band 0, 0 -> band 1, 1 -> band 2.
+// Class priority (TRIRACE_NET_CLASS_PRIORITY): with it on, the core marks
+// a send comm's sockets from the class of each send, so that priority
+// queues on the path move pipeline activations ahead of bulk gradients on
+// the wire, packet by packet, instead of sharing the link with them. Two
+// marks, because they serve different hops:
+//  * SO_PRIORITY picks the band of the sending host's own queue: Linux's
+//    default priomap (pfifo_fast, prio: 1 2 2 2 1 2 0 0 ...) puts 6 in
+//    band 0, 0 in band 1 and 1 in band 2;
+//  * the IP DSCP is what switches (and the test bed's fabric) classify by,
+//    as the socket priority does not leave the host: EF (46) for P2P,
+//    default (0) for SPARSE, CS1 (8, "lower effort") for DENSE.
 #ifndef TRIRACE_PLUGIN_CORE_TRAFFIC_CLASS_H_
 #define TRIRACE_PLUGIN_CORE_TRAFFIC_CLASS_H_
 
 #include <cstdint>
+#include <optional>
 
 namespace trirace::net {
 
 int ClassForOpMask(uint32_t op);
 
-// The SO_PRIORITY for a send of class `cls` (a ClassForOpMask() value):
-// P2P 6, SPARSE 0, DENSE 1; -1 for an unattributed send (leave it as is).
-int SocketPriorityForClass(int cls);
-
-// Whether class priority is on: TRIRACE_NET_CLASS_PRIORITY=on, or auto with
-// TRIRACE_MODE=schedule and TRIRACE_POLICY=trirace.
-bool ClassPriorityEnabled();
+// The marks of a send of class `cls` (a ClassForOpMask() value):
+// P2P {TOS 0xb8 (DSCP EF), priority 6}, SPARSE {0, 0}, DENSE {0x20 (DSCP
+// CS1), 1}; nullopt for an unattributed send (leave the sockets as they
+// are). Whether class priority is on: NetClassPriorityEnabled()
+// (common/params.h).
+struct ClassMarks {
+  int tos;
+  int priority;
+  bool operator==(const ClassMarks&) const = default;
+};
+std::optional<ClassMarks> MarksForClass(int cls);
 
 }  // namespace trirace::net
 

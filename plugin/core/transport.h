@@ -97,10 +97,10 @@ class Transport {
   // `sizes` has room for NCCL_NET_MAX_REQUESTS entries.
   virtual absl::Status Test(void* request, int* done, int* sizes) = 0;
 
-  // Sets the socket priority (SO_PRIORITY) of what `send_comm` sends from
-  // now on (class priority, traffic_class.h). Unimplemented when the
-  // transport cannot.
-  virtual absl::Status SetSendPriority(void* send_comm, int priority) = 0;
+  // Marks what `send_comm` sends from now on with IP TOS `tos` and socket
+  // priority `priority` (class priority, traffic_class.h). Unimplemented
+  // when the transport cannot.
+  virtual absl::Status SetSendClass(void* send_comm, int tos, int priority) = 0;
 
   virtual absl::Status CloseSend(void* send_comm) = 0;
   virtual absl::Status CloseRecv(void* recv_comm) = 0;

@@ -204,8 +204,10 @@ void OccupancyPublisher::ClaimSlot() {
     Atomic(p.seq).store(Atomic(p.seq).load() | 1u, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
     Atomic(p.owner_start_time).store(my_start, std::memory_order_relaxed);
-    Atomic(p.num_nics).store(0, std::memory_order_relaxed);
     std::memset(p.nics, 0, sizeof(p.nics));
+    // The record is complete (NICs known so far, zero counters) before the
+    // sequence turns even: a reader never sees our slot without its NICs.
+    WriteRecord(p);
     Atomic(p.seq).store((Atomic(p.seq).load() | 1u) + 1, std::memory_order_release);
     slot_ = &p;
     return;
@@ -236,6 +238,11 @@ void OccupancyPublisher::Publish() {
   uint32_t seq = Atomic(p.seq).load(std::memory_order_relaxed);
   Atomic(p.seq).store(seq + 1, std::memory_order_relaxed);  // odd: being written
   std::atomic_thread_fence(std::memory_order_release);
+  WriteRecord(p);
+  Atomic(p.seq).store(seq + 2, std::memory_order_release);
+}
+
+void OccupancyPublisher::WriteRecord(trirace_occ_proc_t& p) {
   int n = num_nics_.load(std::memory_order_acquire);
   for (int i = 0; i < n; ++i) {
     trirace_occ_nic_t& nic = p.nics[i];
@@ -256,7 +263,6 @@ void OccupancyPublisher::Publish() {
   }
   Atomic(p.num_nics).store(static_cast<uint32_t>(n), std::memory_order_relaxed);
   Atomic(p.update_ns).store(NowNs(), std::memory_order_relaxed);
-  Atomic(p.seq).store(seq + 2, std::memory_order_release);
 }
 
 trirace_occ_counters_t OccupancyPublisher::Local(int nic, int cls) const {

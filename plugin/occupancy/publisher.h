@@ -121,6 +121,8 @@ class OccupancyPublisher {
   void ClaimSlot();
   void Leave();
   void Publish();
+  // Writes the NIC table and counters into `p` (its sequence must be odd).
+  void WriteRecord(trirace_occ_proc_t& p);
   void Run();
 
   Counters counters_[TRIRACE_OCC_MAX_NICS][TRIRACE_OCC_NUM_CLASSES];

@@ -1,12 +1,14 @@
 // Class priority (TRIRACE_NET_CLASS_PRIORITY): when it is on, a send comm's
 // sockets take the SO_PRIORITY of the class of what it sends (P2P 6,
-// SPARSE 0, DENSE 1), so a priority qdisc serves pipeline traffic first;
+// SPARSE 0, DENSE 1) and DSCP (EF, 0, CS1), so priority queues serve
+// pipeline traffic first;
 // when it is off, or the comm has an explicit trafficClass, they keep
 // theirs. Ranks are processes: rank 1 sends, rank 0 receives.
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <functional>
+#include <ostream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -28,7 +30,11 @@ struct Op {
   const char* name;
   int func;      // TRIRACE_NCCL_FUNC_*
   int priority;  // expected SO_PRIORITY when enabled
+  int tos;       // expected IP TOS when enabled
 };
+
+void PrintTo(const Setting& s, std::ostream* os) { *os << s.name; }
+void PrintTo(const Op& o, std::ostream* os) { *os << o.name; }
 
 const Setting kSettings[] = {
     {"on", {{"TRIRACE_NET_CLASS_PRIORITY", "on"}}, true},
@@ -39,15 +45,36 @@ const Setting kSettings[] = {
 };
 
 const Op kOps[] = {
-    {"send", TRIRACE_NCCL_FUNC_SEND, 6},
-    {"allgather", TRIRACE_NCCL_FUNC_ALLGATHER, 0},
-    {"allreduce", TRIRACE_NCCL_FUNC_ALLREDUCE, 1},
+    {"send", TRIRACE_NCCL_FUNC_SEND, 6, 0xb8},
+    {"allgather", TRIRACE_NCCL_FUNC_ALLGATHER, 0, 0},
+    {"allreduce", TRIRACE_NCCL_FUNC_ALLREDUCE, 1, 0x20},
 };
 
+// SO_PRIORITY and IP TOS of one socket.
+struct Marks {
+  int priority;
+  int tos;
+};
+
+// The marks of every IPv4 TCP socket of this process.
+std::vector<Marks> SocketMarks() {
+  std::vector<int> prio = TcpSocketOptionValues(SOL_SOCKET, SO_PRIORITY);
+  std::vector<int> tos = TcpSocketOptionValues(IPPROTO_IP, IP_TOS);
+  std::vector<Marks> out;
+  for (size_t i = 0; i < prio.size() && i < tos.size(); ++i) out.push_back({prio[i], tos[i]});
+  return out;
+}
+
+int Count(const std::vector<Marks>& marks, int priority, int tos) {
+  int n = 0;
+  for (const Marks& m : marks) n += m.priority == priority && m.tos == tos;
+  return n;
+}
+
 // Rank 1 sends `bytes` as op `func` (after `warm_func`, if >= 0), rank 0
-// receives; then rank 1 returns its sockets' priorities through `check`.
+// receives; then rank 1 hands its sockets' marks to `check`.
 void SendAndCheck(const Env& env, int traffic_class, int warm_func, int func, size_t bytes,
-                  const std::function<void(const std::vector<int>&)>& check) {
+                  const std::function<void(const std::vector<Marks>&)>& check) {
   auto codes = RunRanks(env, [&](int rank, Channel& peer, Channel&) {
     Pair p = Pair::Connect(PluginPath(), 11, rank, peer, traffic_class);
     ASSERT_TRUE(p.ok);
@@ -55,18 +82,9 @@ void SendAndCheck(const Env& env, int traffic_class, int warm_func, int func, si
     for (int f : {warm_func, func}) {
       if (f < 0) continue;
       ASSERT_EQ(p.net->SetNetAttrOp(1u << f), ncclSuccess);
-      void* req = nullptr;
-      void* data = buf.data();
-      size_t size = bytes;
-      int tag = 0;
-      while (req == nullptr) {
-        ASSERT_EQ(rank == 1 ? p.net->Isend(p.send_comm, data, bytes, 0, nullptr, &req)
-                            : p.net->Irecv(p.recv_comm, 1, &data, &size, &tag, nullptr, &req),
-                  ncclSuccess);
-      }
-      ASSERT_EQ(p.net->Wait(req), ncclSuccess);
+      ASSERT_TRUE(p.MoveOne(rank, buf.data(), bytes));
     }
-    if (rank == 1) check(TcpSocketOptionValues(SOL_SOCKET, SO_PRIORITY));
+    if (rank == 1) check(SocketMarks());
     EXPECT_TRUE(peer.Barrier());
     p.Close();
   });
@@ -79,22 +97,22 @@ TEST_P(NetPluginClassPriority, SendSocketsTakeTheClassPriorityOnlyWhenOn) {
   const auto& [setting, op] = GetParam();
   Env env = BaseEnv(std::string("cprio-") + setting.name + "-" + op.name);
   env.insert(env.end(), setting.env.begin(), setting.env.end());
-  const int want = setting.enabled ? op.priority : 0;
+  const int want_prio = setting.enabled ? op.priority : 0;
+  const int want_tos = setting.enabled ? op.tos : 0;
   SendAndCheck(env, /*traffic_class=*/-1, /*warm_func=*/-1, op.func, 1 << 20,
-               [&](const std::vector<int>& prios) {
-                 int with = 0;
-                 for (int v : prios) with += v == want;
+               [&](const std::vector<Marks>& marks) {
                  // The send comm: 1 control + TRIRACE_NET_NSOCKS (4) data sockets.
-                 EXPECT_GE(with, 5) << "sockets with SO_PRIORITY " << want << " among "
-                                    << prios.size();
-                 if (want == 0) {
-                   for (int v : prios) EXPECT_EQ(v, 0) << "class priority is off";
+                 EXPECT_GE(Count(marks, want_prio, want_tos), 5)
+                     << "sockets with SO_PRIORITY " << want_prio << " and TOS " << want_tos
+                     << " among " << marks.size();
+                 if (!setting.enabled) {
+                   EXPECT_EQ(Count(marks, 0, 0), static_cast<int>(marks.size())) << "class priority is off";
                  }
                });
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Sweep, NetPluginClassPriority, ::testing::Combine(::testing::ValuesIn(kSettings), ::testing::ValuesIn(kOps)),
+    NetPlugin, NetPluginClassPriority, ::testing::Combine(::testing::ValuesIn(kSettings), ::testing::ValuesIn(kOps)),
     [](const ::testing::TestParamInfo<NetPluginClassPriority::ParamType>& info) {
       return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param).name;
     });
@@ -103,28 +121,19 @@ TEST(NetPluginClassPriorityTest, FollowsTheClassWhenAnOpOfAnotherClassComes) {
   Env env = BaseEnv("cprio-switch");
   env.push_back({"TRIRACE_NET_CLASS_PRIORITY", "on"});
   SendAndCheck(env, -1, TRIRACE_NCCL_FUNC_SEND, TRIRACE_NCCL_FUNC_ALLREDUCE, 64 << 10,
-               [](const std::vector<int>& prios) {
-                 int dense = 0, p2p = 0;
-                 for (int v : prios) {
-                   dense += v == 1;
-                   p2p += v == 6;
-                 }
-                 EXPECT_EQ(dense, 5) << "the DENSE send after a P2P one";
-                 EXPECT_EQ(p2p, 0);
+               [](const std::vector<Marks>& marks) {
+                 EXPECT_EQ(Count(marks, 1, 0x20), 5) << "the DENSE send after a P2P one";
+                 EXPECT_EQ(Count(marks, 6, 0xb8), 0);
                });
 }
 
 TEST(NetPluginClassPriorityTest, AnExplicitTrafficClassWins) {
   Env env = BaseEnv("cprio-explicit");
   env.push_back({"TRIRACE_NET_CLASS_PRIORITY", "on"});
-  // trafficClass 184 (DSCP EF) -> SO_PRIORITY 5 (its precedence bits).
-  SendAndCheck(env, 184, -1, TRIRACE_NCCL_FUNC_SEND, 64 << 10, [](const std::vector<int>& prios) {
-    int five = 0;
-    for (int v : prios) {
-      five += v == 5;
-      EXPECT_NE(v, 6) << "class priority overrode the comm's trafficClass";
-    }
-    EXPECT_EQ(five, 5);
+  // trafficClass 184 (DSCP EF) -> TOS 184, SO_PRIORITY 5 (its precedence bits).
+  SendAndCheck(env, 184, -1, TRIRACE_NCCL_FUNC_SEND, 64 << 10, [](const std::vector<Marks>& marks) {
+    EXPECT_EQ(Count(marks, 5, 184), 5);
+    EXPECT_EQ(Count(marks, 6, 0xb8), 0) << "class priority overrode the comm's trafficClass";
   });
 }
 

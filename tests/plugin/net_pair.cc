@@ -18,6 +18,21 @@ void ExpectRanksPassed(const std::vector<int>& codes, int rank1_expected) {
   EXPECT_EQ(codes[1], rank1_expected) << "rank 1 ended unexpectedly";
 }
 
+bool Pair::MoveOne(int rank, void* data, size_t bytes) {
+  void* req = nullptr;
+  size_t size = bytes;
+  int tag = 0;
+  while (req == nullptr) {
+    ncclResult_t rc = rank == 1 ? net->Isend(send_comm, data, bytes, 0, nullptr, &req)
+                                : net->Irecv(recv_comm, 1, &data, &size, &tag, nullptr, &req);
+    EXPECT_EQ(rc, ncclSuccess) << (rank == 1 ? "isend" : "irecv");
+    if (rc != ncclSuccess) return false;
+  }
+  ncclResult_t rc = net->Wait(req);
+  EXPECT_EQ(rc, ncclSuccess) << "waiting for the request";
+  return rc == ncclSuccess;
+}
+
 std::vector<int> TcpSocketOptionValues(int level, int name) {
   std::vector<int> values;
   for (int fd = 0; fd < 1024; ++fd) {

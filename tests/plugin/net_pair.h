@@ -24,6 +24,11 @@ struct Pair {
   // reported as gtest failures (ok stays false).
   static Pair Connect(const std::string& path, int version, int rank, Channel& peer,
                       int traffic_class = -1);
+  // Moves one message of `bytes` from rank 1 to rank 0 (rank 1 sends,
+  // rank 0 receives into `data`, which has room for `bytes`), posting until
+  // the plugin takes the request, then waiting for it. Reported as gtest
+  // failures; false on any.
+  bool MoveOne(int rank, void* data, size_t bytes);
   // Closes whatever is open.
   void Close();
 };

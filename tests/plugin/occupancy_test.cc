@@ -401,18 +401,7 @@ TEST_P(OccupancyAcrossProcesses, CountersMatchBytesMovedAndDeadEntriesGo) {
         ASSERT_TRUE(p.ok);
         ASSERT_EQ(p.net->SetNetAttrOp(dense), ncclSuccess);
         std::vector<char> buf(4 << 20);
-        for (size_t s : sizes) {
-          void* req = nullptr;
-          void* data = buf.data();
-          size_t size = s;
-          int tag = 0;
-          while (req == nullptr) {
-            ASSERT_EQ(rank == 1 ? p.net->Isend(p.send_comm, data, s, 0, nullptr, &req)
-                                : p.net->Irecv(p.recv_comm, 1, &data, &size, &tag, nullptr, &req),
-                      ncclSuccess);
-          }
-          ASSERT_EQ(p.net->Wait(req), ncclSuccess);
-        }
+        for (size_t s : sizes) ASSERT_TRUE(p.MoveOne(rank, buf.data(), s));
         // Each rank sees the other's bytes in the shared segment.
         trirace_occ_snapshot_t s;
         EXPECT_TRUE(WaitForSnapshot(job, [&](const trirace_occ_snapshot_t& s) {

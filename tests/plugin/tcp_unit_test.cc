@@ -94,10 +94,10 @@ TEST(NetPluginWire, PartsCoverTheMessageExactly) {
 }
 
 TEST(NetPluginTrafficClass, ClassPriorityPutsP2PInTheFirstBandAndDenseInTheLast) {
-  EXPECT_EQ(SocketPriorityForClass(TRIRACE_CLASS_P2P), 6);     // pfifo_fast band 0
-  EXPECT_EQ(SocketPriorityForClass(TRIRACE_CLASS_SPARSE), 0);  // band 1
-  EXPECT_EQ(SocketPriorityForClass(TRIRACE_CLASS_DENSE), 1);   // band 2
-  EXPECT_EQ(SocketPriorityForClass(0), -1);                    // unattributed: untouched
+  EXPECT_EQ(MarksForClass(TRIRACE_CLASS_P2P), (ClassMarks{0xb8, 6}));  // EF, pfifo_fast band 0
+  EXPECT_EQ(MarksForClass(TRIRACE_CLASS_SPARSE), (ClassMarks{0, 0}));  // band 1
+  EXPECT_EQ(MarksForClass(TRIRACE_CLASS_DENSE), (ClassMarks{0x20, 1}));  // CS1, band 2
+  EXPECT_EQ(MarksForClass(0), std::nullopt);  // unattributed: untouched
 }
 
 TEST(NetPluginTrafficClass, PriorityIsThePrecedenceBits) {

@@ -1,4 +1,4 @@
-// One test per trirace rule ([R1]..[R9] in scheduler/trirace_policy.h).
+// One test per trirace rule ([R1]..[R10] in scheduler/trirace_policy.h).
 // Each names the line of trirace_policy.cc it pins: deleting or disabling
 // that line makes the test fail.
 #include "scheduler/trirace_policy.h"
@@ -131,6 +131,29 @@ TEST(TriracePolicyTest, CreditIsSharedWithDenseInFlight) {
   const Task& dense = b.Pending(TrafficClass::kDense, kMiB / 2, {nic});
   TriracePolicy policy(TestConfig());
   EXPECT_EQ(ReasonFor(b.Decide(policy, 10), dense.id), std::nullopt);
+}
+
+// Pins [R10]: `!config_.wire_class_priority && link->HigherClassActive()`:
+// with the wire ordering the classes, DENSE beside P2P and SPARSE is limited
+// by the window, not the credit, and goes as into a gap.
+TEST(TriracePolicyTest, WireClassPriorityLetsDenseGoBesideHigherClasses) {
+  ViewBuilder b;
+  const LinkId nic = b.AddLink();
+  b.Running(TrafficClass::kP2P, 1 * kMiB, {nic});
+  b.Pending(TrafficClass::kSparse, 1 * kMiB, {nic}, 0, 5);
+  b.Running(TrafficClass::kDense, 2 * kMiB, {nic});
+  const Task& dense = b.Pending(TrafficClass::kDense, 4 * kMiB, {nic}, 0, 1);
+  TriracePolicy plain(TestConfig());
+  EXPECT_EQ(ReasonFor(b.Decide(plain, 10), dense.id), std::nullopt) << "over the 1 MiB credit";
+
+  TriracePolicyConfig wire = TestConfig();
+  wire.wire_class_priority = true;
+  TriracePolicy ordered(wire);
+  EXPECT_THAT(ReasonFor(b.Decide(ordered, 10), dense.id), Optional(ReleaseReason::kDenseGap));
+
+  const Task& big = b.Pending(TrafficClass::kDense, 4 * kMiB, {nic}, 0, 2);
+  EXPECT_EQ(ReasonFor(b.Decide(ordered, 10), big.id), std::nullopt)
+      << "2 + 4 + 4 MiB exceeds the 8 MiB window: the window still applies";
 }
 
 // Pins [R6]: `deadline - config_.deadline_slack_ns <= now` -> kDeadline, and

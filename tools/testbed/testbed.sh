@@ -55,7 +55,8 @@ shape flags (up, and run without --name)
   --burst BYTES        token bucket size (default: 1 ms of --rate, >= 32768)
   --queue T            longest queueing delay before drops, e.g. 20ms (default)
   --prio               add a priority queue (pfifo_fast) under the rate limit
-                       so socket priority picks one of three bands
+                       so socket priority picks one of three bands on the
+                       host side and the DSCP on the fabric side (nftables)
   --ifname NAME        the uplink's name inside each host (default tb0)
   --name NAME          test bed name ([a-z0-9-], e.g. trtb-1234-ab12); up:
                        default trtb-<owner pid>-<random>
@@ -228,6 +229,28 @@ shape() {
   fi
 }
 
+# classify_fabric FAB: with PRIO, the fabric's bridge sets each forwarded
+# packet's priority from its DSCP, as a switch maps DSCP to a traffic class
+# (the socket priority a host sets does not survive the veth into another
+# namespace): EF (46) -> 6 (band 0), CS1 (8) -> 1 (band 2), the rest 0
+# (band 1). Without PRIO the table is removed. Needs nftables (nft).
+classify_fabric() {
+  local fab=$1
+  ip netns exec "$fab" nft delete table bridge trirace_tb >/dev/null 2>&1
+  [ "$PRIO" = 1 ] || return 0
+  command -v nft >/dev/null 2>&1 ||
+    { log "--prio needs nft (Debian package nftables) to map DSCP to priority in the fabric"; exit $EX_NO_SUPPORT; }
+  feature_step "the nftables bridge family for --prio" ip netns exec "$fab" nft -f - <<'NFT'
+table bridge trirace_tb {
+  chain classify {
+    type filter hook postrouting priority 0; policy accept;
+    ip dscp ef meta priority set 0:6
+    ip dscp cs1 meta priority set 0:1
+  }
+}
+NFT
+}
+
 # ---- create / destroy -----------------------------------------------------
 
 # Set while `up` builds a test bed, so a signal or failure removes it.
@@ -266,6 +289,7 @@ create_testbed() {
     shape "$ns" "$IFNAME"  # host -> fabric (the NIC's transmit side)
     shape "$fab" "p$i"     # fabric -> host (the NIC's receive side)
   done
+  classify_fabric "$fab"
   # Hosts beyond --hosts left from an earlier `up` of the same name.
   for i in $(host_indexes "$name"); do
     if ((i >= hosts)); then

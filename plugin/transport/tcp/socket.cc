@@ -108,16 +108,23 @@ absl::Status ConfigureDataSocket(int fd, const SocketOptions& options) {
   if (options.traffic_class >= 0) {
     int tos = options.traffic_class & 0xff;
     int priority = PriorityForTrafficClass(options.traffic_class);
-    sockaddr_storage local{};
-    socklen_t len = sizeof(local);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len);
-    int rc = local.ss_family == AF_INET6
-                 ? setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos))
-                 : setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
-    if (rc != 0 || setsockopt(fd, SOL_SOCKET, SO_PRIORITY, &priority, sizeof(priority)) != 0) {
-      TRIRACE_WARN_ONCE(NET, "trafficClass %d: could not set IP TOS %d / SO_PRIORITY %d: %s",
-                        options.traffic_class, tos, priority, strerror(errno));
+    absl::Status st = SetTosAndPriority(fd, tos, priority);
+    if (!st.ok()) {
+      TRIRACE_WARN_ONCE(NET, "trafficClass %d: %s", options.traffic_class, st.ToString());
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SetTosAndPriority(int fd, int tos, int priority) {
+  sockaddr_storage local{};
+  socklen_t len = sizeof(local);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len);
+  int rc = local.ss_family == AF_INET6 ? setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos))
+                                       : setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+  if (rc != 0) return SystemError(absl::StrCat("setsockopt(IP_TOS, ", tos, ")"), errno);
+  if (setsockopt(fd, SOL_SOCKET, SO_PRIORITY, &priority, sizeof(priority)) != 0) {
+    return SystemError(absl::StrCat("setsockopt(SO_PRIORITY, ", priority, ")"), errno);
   }
   return absl::OkStatus();
 }

@@ -80,6 +80,10 @@ absl::Status SetNonBlocking(int fd);
 // TOS = trafficClass, priority = trafficClass >> 5 (the IP precedence).
 int PriorityForTrafficClass(int traffic_class);
 
+// Sets the IP TOS byte (IPv6 traffic class) and then SO_PRIORITY of `fd`
+// (in that order: on Linux setting IP_TOS also resets the priority).
+absl::Status SetTosAndPriority(int fd, int tos, int priority);
+
 }  // namespace trirace::net::tcp
 
 #endif  // TRIRACE_PLUGIN_TRANSPORT_TCP_SOCKET_H_

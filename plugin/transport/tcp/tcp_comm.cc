@@ -113,11 +113,9 @@ absl::Status TcpComm::Test(TcpRequest* req, int* done, int* sizes) {
 
 // ---- send side -------------------------------------------------------------
 
-absl::Status TcpSendComm::SetPriority(int priority) {
+absl::Status TcpSendComm::SetTosAndPriority(int tos, int priority) {
   for (const UniqueFd& fd : sockets_) {
-    if (setsockopt(fd.get(), SOL_SOCKET, SO_PRIORITY, &priority, sizeof(priority)) != 0) {
-      return SystemError(absl::StrCat("setsockopt(SO_PRIORITY, ", priority, ")"), errno);
-    }
+    TRIRACE_RETURN_IF_ERROR(tcp::SetTosAndPriority(fd.get(), tos, priority));
   }
   return absl::OkStatus();
 }

@@ -117,8 +117,8 @@ class TcpSendComm : public TcpComm {
   TcpSendComm(std::vector<UniqueFd> sockets, const CommOptions& options)
       : TcpComm(std::move(sockets), options, /*sending=*/true) {}
   absl::Status Isend(void* data, size_t size, int tag, void** request);
-  // SO_PRIORITY of every socket of the comm (control and data).
-  absl::Status SetPriority(int priority);
+  // IP TOS and SO_PRIORITY of every socket of the comm (control and data).
+  absl::Status SetTosAndPriority(int tos, int priority);
   // Called by closeSend before deletion. When nothing is outstanding and
   // the comm has not failed: shuts every socket down for writing (FIN after
   // the queued bytes) and waits, at most timeout_ms, until the peer

@@ -427,8 +427,8 @@ absl::Status TcpTransport::Isend(void* send_comm, void* data, size_t size, int t
   return static_cast<TcpSendComm*>(send_comm)->Isend(data, size, tag, request);
 }
 
-absl::Status TcpTransport::SetSendPriority(void* send_comm, int priority) {
-  return static_cast<TcpSendComm*>(send_comm)->SetPriority(priority);
+absl::Status TcpTransport::SetSendClass(void* send_comm, int tos, int priority) {
+  return static_cast<TcpSendComm*>(send_comm)->SetTosAndPriority(tos, priority);
 }
 
 absl::Status TcpTransport::Irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
