@@ -128,10 +128,10 @@ const ParamSpec kTable[] = {
      .name = "TRIRACE_NET_CLASS_PRIORITY",
      .type = ParamType::kEnum,
      .default_text = "auto",
-     .description = "socket priority of each send by its traffic class, so a priority qdisc or "
-                    "NIC queue serves P2P first: P2P 6 (pfifo_fast band 0), SPARSE 0 (band 1), "
-                    "DENSE 1 (band 2); a comm with an explicit trafficClass keeps it; auto = on "
-                    "with TRIRACE_MODE=schedule and TRIRACE_POLICY=trirace",
+     .description = "mark each send for its traffic class so priority queues serve P2P first: "
+                    "socket priority / DSCP P2P 6 / EF, SPARSE 0 / 0, DENSE 1 / CS1; a comm with "
+                    "an explicit trafficClass keeps it; auto = on with TRIRACE_MODE=schedule and "
+                    "TRIRACE_POLICY=trirace (whose rule R10 then lets DENSE go beside P2P)",
      .component = "plugin",
      .choices = kAutoOnOff},
     {.id = ParamId::kJobId,

@@ -8,6 +8,7 @@
 #   bench/e2e/run_e2e.sh [--build DIR] [--preset P]... [--reps N] [--hosts H]
 #                        [--ranks-per-host R] [--rate RATE] [--modes LIST]
 #                        [--out DIR] [--loopback] [--no-prio] [--trace] [--env NAME=VALUE]...
+#                        [--report]
 #                        [-- extra hybrid_parallel flags]
 #
 # Modes (comma list, default off,fifo,priority,trirace):
@@ -24,6 +25,8 @@
 # (TRIRACE_NET_CLASS_PRIORITY, auto: in mode trirace only). --no-prio
 # leaves it out (one FIFO per uplink). --env adds a variable to every rank
 # of every mode (e.g. TRIRACE_NET_CLASS_PRIORITY=off to compare).
+# --report runs nothing: it prints the table (and, with --trace, draws the
+# pictures) again from the results.tsv and traces already in --out DIR.
 #
 # Prints a table; writes DIR/results.tsv (one line per run), DIR/bounds.tsv
 # and each run's rank logs under DIR/runs/. cpu% is the share of the
@@ -41,7 +44,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build="$root/build" reps=3 hosts=4 per_host=2 rate=300mbit modes=off,fifo,priority,trirace out="" loopback=0
-prio=1
+prio=1 report=0
 user_env=()
 trace=0
 presets=()
@@ -58,12 +61,13 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --loopback) loopback=1; shift ;;
     --no-prio) prio=0; shift ;;
+    --report) report=1; shift ;;
     --env)
       [[ ${2:-} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || { echo "run_e2e: --env '${2:-}': expected NAME=VALUE" >&2; exit 2; }
       user_env+=(--env "$2"); shift 2 ;;
     --trace) trace=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h | --help) sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_e2e: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -91,10 +95,14 @@ for m in "${mode_list[@]}"; do
 done
 [ ${#runnable[@]} -gt 0 ] || { echo "run_e2e: no mode can run" >&2; exit 1; }
 
+if [ $report = 1 ]; then
+  [ -n "$out" ] && [ -f "$out/results.tsv" ] ||
+    { echo "run_e2e: --report needs --out DIR with the results.tsv of an earlier run" >&2; exit 2; }
+fi
 [ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/trirace-e2e.XXXXXX")
 mkdir -p "$out/runs"
 results="$out/results.tsv"
-echo -e "preset\trep\tmode\tmedian_ms\tchecksum\thost_cpu_pct\tstatus\tranks_cpu_pct" >"$results"
+[ $report = 1 ] || echo -e "preset\trep\tmode\tmedian_ms\tchecksum\thost_cpu_pct\tstatus\tranks_cpu_pct" >"$results"
 
 # The test bed, made once and removed at exit.
 tb_name=""
@@ -105,11 +113,17 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-if [ $loopback = 0 ]; then
+if [ $loopback = 0 ] && [ $report = 0 ]; then
   prio_flag=()
   [ "$prio" = 1 ] && prio_flag=(--prio)
   line=$("$testbed" up --hosts "$hosts" --rate "$rate" "${prio_flag[@]}" --owner $$ 2>"$out/testbed-up.err")
   rc=$?
+  if [ $rc = 78 ] && [ "$prio" = 1 ]; then
+    # The kernel or the tools lack what --prio needs (pfifo_fast, nftables).
+    echo "run_e2e: no priority queues ($(tail -n1 "$out/testbed-up.err")); one FIFO per uplink instead" >&2
+    line=$("$testbed" up --hosts "$hosts" --rate "$rate" --owner $$ 2>"$out/testbed-up.err")
+    rc=$?
+  fi
   if [ $rc = 0 ]; then
     tb_name=$(sed -n 's/^TESTBED name=\([^ ]*\).*/\1/p' <<<"$line")
     echo "test bed: $line"
@@ -183,6 +197,7 @@ run_one() {
 }
 
 for preset in "${presets[@]}"; do
+  [ $report = 1 ] && break
   for ((rep = 1; rep <= reps; rep++)); do
     for mode in "${runnable[@]}"; do run_one "$preset" "$rep" "$mode"; done
   done

@@ -84,11 +84,21 @@ TEST_F(TestbedScript, UpShapesBothDirectionsAndIsIdempotent) {
     auto addr = RunProcess({"ip", "-n", host, "-o", "-4", "addr", "show", "dev", "tb0"});
     EXPECT_THAT(addr.out, HasSubstr("10.213.0.1" + std::to_string(h) + "/24"));
   }
+  // The fabric maps DSCP to priority, as a switch would (socket priorities
+  // do not cross into the fabric's namespace).
+  auto nft = RunProcess({"ip", "netns", "exec", name + "-fab", "nft", "list", "table", "bridge", "trirace_tb"});
+  EXPECT_THAT(nft.out, AllOf(HasSubstr("ip dscp ef meta priority set 0:6"),
+                             HasSubstr("ip dscp cs1 meta priority set 0:1")))
+      << nft.err;
   // Again with another shape and fewer hosts: same name, new shape.
   auto r = Script({"up", "--name", name, "--owner", std::to_string(getpid()), "--hosts", "2", "--rate", "20mbit"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("hosts=2"));
   EXPECT_THAT(QdiscStats(name + "-h0", "tb0"), AllOf(HasSubstr("rate 20Mbit"), Not(HasSubstr("pfifo_fast"))));
+  EXPECT_NE(RunProcess({"ip", "netns", "exec", name + "-fab", "nft", "list", "table", "bridge", "trirace_tb"})
+                .exit_code,
+            0)
+      << "the DSCP table outlived --prio";
   EXPECT_THAT(NetnsWithPrefix(name + "-"),
               ::testing::UnorderedElementsAre(name + "-fab", name + "-h0", name + "-h1"));
 }
