@@ -108,7 +108,8 @@ class NetCore {
   void* RequestHandle(const Comm& comm, int slot) const;
   absl::StatusOr<std::pair<Comm*, Request*>> LookupRequest(void* handle);
   void RefreshDeviceProps();
-  // Class priority: gives `comm` the socket priority of class `cls`.
+  // Class priority: marks `comm`'s sockets (TOS, SO_PRIORITY) for class
+  // `cls` when that differs from what they have.
   void ApplyClassPriority(Comm& comm, int cls);
 
   std::mutex mu_;

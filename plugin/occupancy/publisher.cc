@@ -79,7 +79,7 @@ absl::Status OccupancyPublisher::Start(const std::vector<NicInfo>& nics,
     return absl::ResourceExhaustedError(absl::StrCat(
         "occupancy segment ", segment_name, ": all ", TRIRACE_OCC_MAX_PROCS, " process slots are in use"));
   }
-  Publish();
+  // ClaimSlot wrote the first record: the thread publishes from here on.
   try {
     thread_ = std::thread(&OccupancyPublisher::Run, this);
   } catch (const std::system_error& e) {
