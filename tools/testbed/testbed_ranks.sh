@@ -115,30 +115,37 @@ verb_run() {
   # The timer must not hold the caller's stdout/stderr open if it outlives us.
   sleep "$TIMEOUT" >/dev/null 2>&1 &
   TIMER_PID=$!
-  local timer=$TIMER_PID done_pid rc status=ok failed_rank="" failed_rc=0 remaining=$WORLD
+  local timer=$TIMER_PID rc status=ok failed_rank="" failed_rc=0 remaining=$WORLD
   local exit_codes=()
   local live=("${RANK_PIDS[@]}")
-  while ((remaining > 0)); do
-    done_pid=""
-    wait -n -p done_pid "${live[@]}" "$timer"
-    rc=$?
-    [ -z "$done_pid" ] && continue
-    if [ "$done_pid" = "$timer" ]; then
+  # Polled rather than `wait -n`: bash 5.2's `wait -n PID...` can miss a
+  # child that exits together with another one and then blocks until the
+  # timer fires. `wait PID` on a child already gone returns its status.
+  while ((remaining > 0)) && [ "$status" = ok ]; do
+    local still=() p
+    for p in "${live[@]}"; do
+      if kill -0 "$p" 2>/dev/null; then
+        still+=("$p")
+        continue
+      fi
+      wait "$p"
+      rc=$?
+      r=${rank_of_pid[p]}
+      exit_codes[r]=$rc
+      remaining=$((remaining - 1))
+      if [ "$rc" -ne 0 ] && [ "$status" = ok ]; then
+        status=failed
+        failed_rank=$r
+        failed_rc=$rc
+      fi
+    done
+    live=("${still[@]}")
+    ((remaining > 0)) || break
+    if ! kill -0 "$timer" 2>/dev/null; then
       status=timeout
       break
     fi
-    r=${rank_of_pid[done_pid]}
-    exit_codes[r]=$rc
-    remaining=$((remaining - 1))
-    local still=() p
-    for p in "${live[@]}"; do [ "$p" != "$done_pid" ] && still+=("$p"); done
-    live=("${still[@]}")
-    if [ "$rc" -ne 0 ] && [ "$status" = ok ]; then
-      status=failed
-      failed_rank=$r
-      failed_rc=$rc
-      break
-    fi
+    sleep 0.05
   done
   kill "$timer" 2>/dev/null
   wait "$timer" 2>/dev/null
