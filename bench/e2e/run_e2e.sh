@@ -6,7 +6,7 @@
 # ratios) and measured/bound against the lower bound from e2e_bound.
 #
 #   bench/e2e/run_e2e.sh [--build DIR] [--preset P]... [--reps N] [--hosts H]
-#                        [--ranks-per-host R] [--rate RATE] [--modes LIST]
+#                        [--ranks-per-host R] [--rate RATE] [--mtu BYTES] [--modes LIST]
 #                        [--out DIR] [--loopback] [--no-prio] [--trace] [--env NAME=VALUE]...
 #                        [--report]
 #                        [-- extra hybrid_parallel flags]
@@ -24,7 +24,8 @@
 # would; the net plugin uses it when class priority is on
 # (TRIRACE_NET_CLASS_PRIORITY, auto: in mode trirace only). --no-prio
 # leaves it out (one FIFO per uplink). --env adds a variable to every rank
-# of every mode (e.g. TRIRACE_NET_CLASS_PRIORITY=off to compare).
+# of every mode (e.g. TRIRACE_NET_CLASS_PRIORITY=off to compare). --mtu
+# sets the links' MTU (default 9000, jumbo frames as on cluster fabrics).
 # --report runs nothing: it prints the table (and, with --trace, draws the
 # pictures) again from the results.tsv and traces already in --out DIR.
 #
@@ -43,7 +44,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-build="$root/build" reps=3 hosts=4 per_host=2 rate=300mbit modes=off,fifo,priority,trirace out="" loopback=0
+build="$root/build" reps=3 hosts=4 per_host=2 rate=300mbit mtu=9000 modes=off,fifo,priority,trirace out="" loopback=0
 prio=1 report=0
 user_env=()
 trace=0
@@ -57,6 +58,7 @@ while [ $# -gt 0 ]; do
     --hosts) hosts=$2; shift 2 ;;
     --ranks-per-host) per_host=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
+    --mtu) mtu=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --loopback) loopback=1; shift ;;
@@ -67,7 +69,7 @@ while [ $# -gt 0 ]; do
       user_env+=(--env "$2"); shift 2 ;;
     --trace) trace=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h | --help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_e2e: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -116,12 +118,12 @@ trap 'exit 143' TERM
 if [ $loopback = 0 ] && [ $report = 0 ]; then
   prio_flag=()
   [ "$prio" = 1 ] && prio_flag=(--prio)
-  line=$("$testbed" up --hosts "$hosts" --rate "$rate" "${prio_flag[@]}" --owner $$ 2>"$out/testbed-up.err")
+  line=$("$testbed" up --hosts "$hosts" --rate "$rate" --mtu "$mtu" "${prio_flag[@]}" --owner $$ 2>"$out/testbed-up.err")
   rc=$?
   if [ $rc = 78 ] && [ "$prio" = 1 ]; then
     # The kernel or the tools lack what --prio needs (pfifo_fast, nftables).
     echo "run_e2e: no priority queues ($(tail -n1 "$out/testbed-up.err")); one FIFO per uplink instead" >&2
-    line=$("$testbed" up --hosts "$hosts" --rate "$rate" --owner $$ 2>"$out/testbed-up.err")
+    line=$("$testbed" up --hosts "$hosts" --rate "$rate" --mtu "$mtu" --owner $$ 2>"$out/testbed-up.err")
     rc=$?
   fi
   if [ $rc = 0 ]; then

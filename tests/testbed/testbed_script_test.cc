@@ -103,6 +103,51 @@ TEST_F(TestbedScript, UpShapesBothDirectionsAndIsIdempotent) {
               ::testing::UnorderedElementsAre(name + "-fab", name + "-h0", name + "-h1"));
 }
 
+// `ip -o link show` of one device in a namespace.
+std::string LinkLine(const std::string& ns, const std::string& dev) {
+  return RunProcess({"ip", "-n", ns, "-o", "link", "show", "dev", dev}).out;
+}
+
+TEST_F(TestbedScript, LinksCarryTheMtuAndTheSwitchSideHasTheQueue) {
+  const std::string name = UniqueName();
+  Testbed tb;
+  // 100 Mbit/s for 10 ms is 125000 bytes: 31 frames of 4000 bytes.
+  UpOrSkip({"--name", name, "--hosts", "2", "--rate", "100mbit", "--mtu", "4000", "--queue", "10ms", "--prio"},
+           &tb);
+  if (IsSkipped() || HasFailure()) return;
+  for (int h = 0; h < 2; ++h) {
+    const std::string host = name + "-h" + std::to_string(h), port = "p" + std::to_string(h);
+    // The host's own transmit queue is the kernel's default, which its
+    // sockets fill only up to their own limit; the switch port in front
+    // of the host holds --queue.
+    EXPECT_THAT(LinkLine(host, "tb0"), AllOf(HasSubstr("mtu 4000 "), HasSubstr("qlen 1000")));
+    EXPECT_EQ(RunProcess({"ip", "netns", "exec", host, "sysctl", "-n", "net.ipv4.tcp_limit_output_bytes"}).out,
+              "262144\n");
+    EXPECT_THAT(LinkLine(name + "-fab", port), AllOf(HasSubstr("mtu 4000 "), HasSubstr("qlen 31")));
+  }
+  EXPECT_THAT(LinkLine(name + "-fab", "tbbr0"), HasSubstr("mtu 4000 "));
+  // A frame larger than the MTU does not pass: a 3000-byte ping does, a
+  // 5000-byte one with "don't fragment" does not.
+  auto ping = [&](int size) {
+    return RunProcess({"ip", "netns", "exec", name + "-h0", "ping", "-c", "1", "-W", "2", "-M", "do", "-s",
+                       std::to_string(size), "10.213.0.11"})
+        .exit_code;
+  };
+  if (RunProcess({"sh", "-c", "command -v ping"}).exit_code == 0) {
+    EXPECT_EQ(ping(3000), 0);
+    EXPECT_NE(ping(5000), 0);
+  }
+}
+
+TEST_F(TestbedScript, MtuAndBurstAreChecked) {
+  auto r = Script({"up", "--mtu", "100000"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--mtu '100000': expected an integer from 576 to 65535"));
+  r = Script({"up", "--mtu", "9000", "--burst", "4096"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--burst '4096': must hold one frame of --mtu 9000"));
+}
+
 TEST_F(TestbedScript, DelayUsesNetemOrExplainsWhyItCannot) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root";
   const std::string name = UniqueName();

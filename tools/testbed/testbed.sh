@@ -30,6 +30,11 @@ readonly SUBNET=10.213.0       # the /24 used inside the test bed only
 readonly FIRST_OCTET=10        # host i is $SUBNET.$((FIRST_OCTET + i))
 readonly MAX_HOSTS=200
 readonly BRIDGE=tbbr0          # inside the fabric namespace
+readonly HOST_QUEUE_FRAMES=1000  # a host's transmit queue: Linux's default txqueuelen
+# What one TCP socket of a host may have queued below it (TCP small queues,
+# net.ipv4.tcp_limit_output_bytes): Linux's default of 4 MiB is sized for
+# 100 Gbit/s NICs and lets one socket queue 100 ms at the test bed's rates.
+readonly HOST_TSQ_BYTES=262144
 
 usage() {
   cat <<'EOF'
@@ -53,7 +58,14 @@ shape flags (up, and run without --name)
   --delay D            one-way delay added on each link direction, e.g. 50us,
                        2ms; 0 = none (default 0). Needs the netem qdisc.
   --burst BYTES        token bucket size (default: 1 ms of --rate, >= 32768)
-  --queue T            longest queueing delay before drops, e.g. 20ms (default)
+  --queue T            the switch port's buffer in front of each host, as
+                       the longest queueing delay before drops, e.g. 20ms
+                       (default); a host's own transmit queue is
+                       Linux's default of 1000 frames
+  --mtu BYTES          MTU of every link, 576..65535 (default 9000: jumbo
+                       frames, as cluster fabrics use; at 1500 the kernel's
+                       per-packet work, not the shaped rate, limits a small
+                       machine)
   --prio               add a priority queue (pfifo_fast) under the rate limit
                        so socket priority picks one of three bands on the
                        host side and the DSCP on the fabric side (nftables)
@@ -210,14 +222,18 @@ valid_time() { [[ $1 == 0 || $1 =~ ^[0-9]+(us|ms|s)$ ]]; }
 
 # ---- shaping ----------------------------------------------------------------
 
-# shape NS DEV: token bucket at RATE (root 1:), netem DELAY under it (10:),
-# and a priority queue under that (20:) when PRIO is set. Replaces whatever
-# the device had, so running it again gives the same result.
+# shape NS DEV FRAMES: token bucket at RATE (root 1:), netem DELAY under it
+# (10:), and a priority queue under that (20:) when PRIO is set; the queue
+# holds FRAMES frames of MTU bytes (tbf's own byte limit, or pfifo_fast's
+# packet limit, which is the device's txqueuelen when it is created).
+# Replaces whatever the device had, so running it again gives the same
+# result.
 shape() {
-  local ns=$1 dev=$2 parent=1:1
+  local ns=$1 dev=$2 frames=$3 parent=1:1
   tc -n "$ns" qdisc del dev "$dev" root >/dev/null 2>&1
+  step ip -n "$ns" link set "$dev" mtu "$MTU" txqueuelen "$frames"
   feature_step "the tbf qdisc (sch_tbf)" \
-    tc -n "$ns" qdisc add dev "$dev" root handle 1: tbf rate "$RATE" burst "$BURST" latency "$QUEUE"
+    tc -n "$ns" qdisc add dev "$dev" root handle 1: tbf rate "$RATE" burst "$BURST" limit $((frames * MTU))
   if [ "$DELAY" != 0 ]; then
     feature_step "the netem qdisc (sch_netem) for --delay" \
       tc -n "$ns" qdisc add dev "$dev" parent "$parent" handle 10: netem delay "$DELAY" limit 100000
@@ -269,7 +285,7 @@ create_testbed() {
   if ! ip -n "$fab" link show "$BRIDGE" >/dev/null 2>&1; then
     feature_step "creating a bridge" ip -n "$fab" link add "$BRIDGE" type bridge stp_state 0
   fi
-  step ip -n "$fab" link set "$BRIDGE" up
+  step ip -n "$fab" link set "$BRIDGE" mtu "$MTU" up
   for ((i = 0; i < hosts; i++)); do
     ns=$(host_ns "$name" "$i")
     netns_exists "$ns" || feature_step "creating a network namespace" ip netns add "$ns"
@@ -286,8 +302,14 @@ create_testbed() {
     step ip -n "$fab" link set "p$i" up
     step ip -n "$ns" addr replace "$(host_addr "$name" "$i")/24" dev "$IFNAME"
     step ip -n "$ns" link set "$IFNAME" up
-    shape "$ns" "$IFNAME"  # host -> fabric (the NIC's transmit side)
-    shape "$fab" "p$i"     # fabric -> host (the NIC's receive side)
+    # host -> fabric, the NIC's transmit side: the kernel's own queue in
+    # front of a NIC, which the host's sockets fill only up to their own
+    # limit each (kernels without the per-namespace sysctl keep theirs).
+    ip netns exec "$ns" sysctl -qw net.ipv4.tcp_limit_output_bytes=$HOST_TSQ_BYTES >/dev/null 2>&1 ||
+      log "host $i: could not set net.ipv4.tcp_limit_output_bytes; sockets may queue more on its uplink"
+    shape "$ns" "$IFNAME" "$HOST_QUEUE_FRAMES"
+    # fabric -> host, the NIC's receive side: the switch port's buffer.
+    shape "$fab" "p$i" "$QUEUE_FRAMES"
   done
   classify_fabric "$fab"
   # Hosts beyond --hosts left from an earlier `up` of the same name.
@@ -333,7 +355,7 @@ destroy_testbed() {
 
 # ---- flags ----------------------------------------------------------------
 
-HOSTS=2 RATE=1gbit DELAY=0 BURST="" QUEUE=20ms PRIO=0 IFNAME=tb0 NAME="" OWNER=""
+HOSTS=2 RATE=1gbit DELAY=0 BURST="" QUEUE=20ms MTU=9000 PRIO=0 IFNAME=tb0 NAME="" OWNER=""
 RANKS_PER_HOST=1 OUT="" TIMEOUT=300 KEEP=0 HOST_INDEX="" PREFIX=""
 EXTRA_ENV=()
 CMD=()
@@ -348,6 +370,7 @@ parse_flags() {
       --delay) need_value "$@"; DELAY=$2; shift 2 ;;
       --burst) need_value "$@"; BURST=$2; shift 2 ;;
       --queue) need_value "$@"; QUEUE=$2; shift 2 ;;
+      --mtu) need_value "$@"; MTU=$2; shift 2 ;;
       --prio) PRIO=1; shift ;;
       --ifname) need_value "$@"; IFNAME=$2; shift 2 ;;
       --name) need_value "$@"; NAME=$2; shift 2 ;;
@@ -381,8 +404,16 @@ check_shape_flags() {
     BURST=$((RATE_BPS / 8 / 1000))
     ((BURST < 32768)) && BURST=32768
   fi
+  int_in "$MTU" 576 65535 || die $EX_USAGE "--mtu '$MTU': expected an integer from 576 to 65535"
   int_in "$BURST" 2048 1000000000000 ||
     die $EX_USAGE "--burst '$BURST': expected bytes, at least 2048"
+  # tbf never passes a packet larger than its bucket.
+  ((BURST >= MTU + 14)) || die $EX_USAGE "--burst '$BURST': must hold one frame of --mtu $MTU (at least $((MTU + 14)))"
+  local queue_us
+  queue_us=$(awk -v q="$QUEUE" 'BEGIN { n = q + 0; u = substr(q, length(n "") + 1);
+    print n * ((u == "s") ? 1000000 : (u == "ms") ? 1000 : 1) }')
+  QUEUE_FRAMES=$((RATE_BPS / 8 * queue_us / 1000000 / MTU))
+  ((QUEUE_FRAMES < 2)) && QUEUE_FRAMES=2
   [[ $IFNAME =~ ^[a-zA-Z][a-zA-Z0-9_]{0,14}$ ]] ||
     die $EX_USAGE "--ifname '$IFNAME': expected 1 to 15 letters, digits or _ starting with a letter"
 }
@@ -428,7 +459,7 @@ print_testbed() {
   local name=$1 i addrs=()
   for i in $(host_indexes "$name"); do addrs+=("$(host_addr "$name" "$i")"); done
   local IFS=,
-  echo "TESTBED name=$name hosts=${#addrs[@]} ifname=$IFNAME addrs=${addrs[*]} rate=$RATE delay=$DELAY prio=$PRIO"
+  echo "TESTBED name=$name hosts=${#addrs[@]} ifname=$IFNAME addrs=${addrs[*]} rate=$RATE delay=$DELAY prio=$PRIO mtu=$MTU"
 }
 
 verb_up() {
