@@ -118,10 +118,10 @@ verb_run() {
   local timer=$TIMER_PID rc status=ok failed_rank="" failed_rc=0 remaining=$WORLD
   local exit_codes=()
   local live=("${RANK_PIDS[@]}")
-  # Polled rather than `wait -n`: bash 5.2's `wait -n PID...` can miss a
-  # child that exits together with another one and then blocks until the
-  # timer fires. `wait PID` on a child already gone returns its status.
-  while ((remaining > 0)) && [ "$status" = ok ]; do
+  # Polled rather than `wait -n PID...`, which once (bash 5.2) missed ranks
+  # that had all exited and blocked until the timer fired. `wait PID` on a
+  # child already gone returns its status.
+  while true; do
     local still=() p
     for p in "${live[@]}"; do
       if kill -0 "$p" 2>/dev/null; then
@@ -140,7 +140,8 @@ verb_run() {
       fi
     done
     live=("${still[@]}")
-    ((remaining > 0)) || break
+    # A failure is reported as such even if the timer ran out meanwhile.
+    { ((remaining > 0)) && [ "$status" = ok ]; } || break
     if ! kill -0 "$timer" 2>/dev/null; then
       status=timeout
       break
