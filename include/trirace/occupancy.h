@@ -142,11 +142,14 @@ int trirace_occ_open(const char* job, trirace_occ_reader_t** out);
 /* Opens a segment by its full shared-memory name (starting with '/'). */
 int trirace_occ_open_name(const char* shm_name, trirace_occ_reader_t** out);
 
-/* Takes a consistent snapshot: live slots only, NICs merged by name. */
+/* Takes a consistent snapshot: live slots only, NICs merged by name.
+ * EAGAIN (and a zeroed snapshot, never a partial sum) when a live slot
+ * stayed busy; see trirace_occ_read_proc. */
 int trirace_occ_read(trirace_occ_reader_t* reader, trirace_occ_snapshot_t* out);
 
 /* Copies slot `index` (0 .. TRIRACE_OCC_MAX_PROCS-1) consistently. Returns
- * ENOENT when the slot is free or its process is dead. */
+ * ENOENT when the slot is free or its process is dead, EAGAIN when its
+ * writer kept it busy for 20 ms (try again). */
 int trirace_occ_read_proc(trirace_occ_reader_t* reader, uint32_t index, trirace_occ_proc_t* out);
 
 /* Unmaps and frees the reader. NULL is accepted. */

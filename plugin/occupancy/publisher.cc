@@ -199,16 +199,24 @@ void OccupancyPublisher::ClaimSlot() {
   const uint64_t my_start = ProcessStartTime(getpid());
   for (int i = 0; i < TRIRACE_OCC_MAX_PROCS; ++i) {
     trirace_occ_proc_t& p = procs[i];
-    int32_t owner = 0;
-    if (!Atomic(p.owner_pid).compare_exchange_strong(owner, me)) continue;
-    Atomic(p.seq).store(Atomic(p.seq).load() | 1u, std::memory_order_relaxed);
+    if (Atomic(p.owner_pid).load(std::memory_order_acquire) != 0) continue;
+    // The sequence turns odd before the slot shows an owner: a reader that
+    // sees our pid while the old (even) sequence still stands would take
+    // the empty record for a complete one.
+    const uint32_t seq = Atomic(p.seq).load(std::memory_order_relaxed) | 1u;
+    Atomic(p.seq).store(seq, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
+    int32_t owner = 0;
+    if (!Atomic(p.owner_pid).compare_exchange_strong(owner, me)) {  // only without the lock's protection
+      Atomic(p.seq).store(seq + 1, std::memory_order_release);
+      continue;
+    }
     Atomic(p.owner_start_time).store(my_start, std::memory_order_relaxed);
     std::memset(p.nics, 0, sizeof(p.nics));
     // The record is complete (NICs known so far, zero counters) before the
     // sequence turns even: a reader never sees our slot without its NICs.
     WriteRecord(p);
-    Atomic(p.seq).store((Atomic(p.seq).load() | 1u) + 1, std::memory_order_release);
+    Atomic(p.seq).store(seq + 1, std::memory_order_release);
     slot_ = &p;
     return;
   }
@@ -269,11 +277,20 @@ trirace_occ_counters_t OccupancyPublisher::Local(int nic, int cls) const {
   trirace_occ_counters_t out{};
   if (nic < 0 || nic >= TRIRACE_OCC_MAX_NICS || cls < 0 || cls >= TRIRACE_OCC_NUM_CLASSES) return out;
   const Counters& c = counters_[nic][cls];
-  // Completed before posted, so a reader's posted >= completed.
-  out.send_completed_bytes = c.send_completed_bytes.load(std::memory_order_relaxed);
-  out.recv_completed_bytes = c.recv_completed_bytes.load(std::memory_order_relaxed);
-  out.send_posted_bytes = c.send_posted_bytes.load(std::memory_order_relaxed);
-  out.recv_posted_bytes = c.recv_posted_bytes.load(std::memory_order_relaxed);
+  // Completed before posted, so a reader's posted >= completed; and again
+  // until the completed counts did not move meanwhile, so posted and
+  // completed are of one instant even if this thread was descheduled
+  // between the loads (posted - completed is then what was in flight).
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    out.send_completed_bytes = c.send_completed_bytes.load(std::memory_order_acquire);
+    out.recv_completed_bytes = c.recv_completed_bytes.load(std::memory_order_acquire);
+    out.send_posted_bytes = c.send_posted_bytes.load(std::memory_order_acquire);
+    out.recv_posted_bytes = c.recv_posted_bytes.load(std::memory_order_acquire);
+    if (c.send_completed_bytes.load(std::memory_order_acquire) == out.send_completed_bytes &&
+        c.recv_completed_bytes.load(std::memory_order_acquire) == out.recv_completed_bytes) {
+      break;
+    }
+  }
   out.send_inflight_bytes = c.send_inflight_bytes.load(std::memory_order_relaxed);
   out.recv_inflight_bytes = c.recv_inflight_bytes.load(std::memory_order_relaxed);
   out.send_inflight_reqs = c.send_inflight_reqs.load(std::memory_order_relaxed);

@@ -98,8 +98,11 @@ int trirace_occ_read(trirace_occ_reader_t* reader, trirace_occ_snapshot_t* out) 
   out->time_ns = trirace::occupancy::NowNs();
   auto* proc = new (std::nothrow) trirace_occ_proc_t;
   if (proc == nullptr) return ENOMEM;
-  for (uint32_t i = 0; i < TRIRACE_OCC_MAX_PROCS; ++i) {
-    if (trirace_occ_read_proc(reader, i, proc) != 0) continue;
+  int rc = 0;
+  for (uint32_t i = 0; i < TRIRACE_OCC_MAX_PROCS && rc == 0; ++i) {
+    const int slot_rc = trirace_occ_read_proc(reader, i, proc);
+    if (slot_rc == EAGAIN) rc = EAGAIN;  // a partial sum would look like a drop in traffic
+    if (slot_rc != 0) continue;
     out->num_procs++;
     for (uint32_t n = 0; n < proc->num_nics; ++n) {
       const trirace_occ_nic_t& nic = proc->nics[n];
@@ -126,7 +129,8 @@ int trirace_occ_read(trirace_occ_reader_t* reader, trirace_occ_snapshot_t* out) 
     }
   }
   delete proc;
-  return 0;
+  if (rc != 0) std::memset(out, 0, sizeof(*out));
+  return rc;
 }
 
 void trirace_occ_close(trirace_occ_reader_t* reader) {

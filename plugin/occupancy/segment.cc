@@ -1,5 +1,6 @@
 #include "plugin/occupancy/segment.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -86,7 +87,16 @@ uint64_t NowNs() {
 }
 
 bool ReadSlot(trirace_occ_proc_t& src, trirace_occ_proc_t* out) {
-  for (int attempt = 0; attempt < 1000; ++attempt) {
+  // A write takes microseconds, but its writer can be descheduled halfway
+  // (the machine is shared with the job): spin briefly, then yield, for up
+  // to kBusyWaitNs before calling the slot busy.
+  constexpr uint64_t kBusyWaitNs = 20'000'000;
+  const uint64_t start = NowNs();
+  for (int attempt = 0;; ++attempt) {
+    if (attempt >= 64) {
+      if (NowNs() - start > kBusyWaitNs) return false;
+      sched_yield();
+    }
     uint32_t before = Atomic(src.seq).load(std::memory_order_acquire);
     if (before & 1u) continue;
     out->seq = before;
@@ -115,7 +125,6 @@ bool ReadSlot(trirace_occ_proc_t& src, trirace_occ_proc_t* out) {
       return true;
     }
   }
-  return false;
 }
 
 bool HeaderMatches(const trirace_occ_header_t& h) {

@@ -41,7 +41,7 @@ inline std::atomic_ref<T> Atomic(T& field) {
 }
 
 // Copies slot `src` into `out` under its sequence lock; false if the slot
-// stayed busy (written) for too many retries.
+// stayed busy (being written) for 20 ms.
 bool ReadSlot(trirace_occ_proc_t& src, trirace_occ_proc_t* out);
 
 // Checks that a mapped header matches this build's layout.
