@@ -87,13 +87,16 @@ void ReconfigureForTesting();
 #define TRIRACE_INFO(subsys, ...) TRIRACE_LOG(INFO, subsys, __VA_ARGS__)
 #define TRIRACE_TRACE(subsys, ...) TRIRACE_LOG(TRACE, subsys, __VA_ARGS__)
 
-// Logs at WARN the first time this line is reached in the process.
-#define TRIRACE_WARN_ONCE(subsys, ...)                                \
+// Logs at `level` the first time this line is reached in the process.
+#define TRIRACE_LOG_ONCE(level, subsys, ...)                          \
   do {                                                                \
-    static std::atomic<bool> _trirace_warned{false};                  \
-    if (!_trirace_warned.exchange(true, std::memory_order_relaxed)) { \
-      TRIRACE_WARN(subsys, __VA_ARGS__);                              \
+    static std::atomic<bool> _trirace_logged{false};                  \
+    if (!_trirace_logged.exchange(true, std::memory_order_relaxed)) { \
+      TRIRACE_LOG(level, subsys, __VA_ARGS__);                        \
     }                                                                 \
   } while (0)
+
+#define TRIRACE_WARN_ONCE(subsys, ...) TRIRACE_LOG_ONCE(WARN, subsys, __VA_ARGS__)
+#define TRIRACE_INFO_ONCE(subsys, ...) TRIRACE_LOG_ONCE(INFO, subsys, __VA_ARGS__)
 
 #endif  // TRIRACE_COMMON_LOGGING_H_

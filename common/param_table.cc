@@ -102,6 +102,17 @@ const ParamSpec kTable[] = {
      .component = "plugin",
      .min_int = 10,
      .max_int = 3600000},
+    {.id = ParamId::kNetRtoMinUs,
+     .name = "TRIRACE_NET_RTO_MIN_US",
+     .type = ParamType::kInt,
+     .default_text = "10000",
+     .description = "minimum TCP retransmission timeout (microseconds) of the plugin's sockets "
+                    "(TCP_RTO_MIN_US, Linux 6.15 or later): a message whose last segment is "
+                    "dropped is resent after about two round trips plus this, not after the "
+                    "kernel's 200 ms; 0 keeps the kernel's setting",
+     .component = "plugin",
+     .min_int = 0,
+     .max_int = 200000},
     {.id = ParamId::kNetInner,
      .name = "TRIRACE_NET_INNER",
      .type = ParamType::kString,

@@ -50,6 +50,7 @@ enum class ParamId : int {
   kNetNThreads,
   kNetStripeMinBytes,
   kNetTimeoutMs,
+  kNetRtoMinUs,
   kNetInner,
   kNetOccupancy,
   kNetPublishUs,

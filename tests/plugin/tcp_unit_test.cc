@@ -1,6 +1,11 @@
 // Unit tests of TCP transport pieces that need no peer: interface
-// selection, handle and hello checksums, stripe layout, traffic classes.
+// selection, handle and hello checksums, stripe layout, traffic classes, the minimum RTO.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <cstring>
+#include <string>
 
 #include "gtest/gtest.h"
 #include "plugin/core/traffic_class.h"
@@ -115,6 +120,56 @@ TEST(NetPluginClasses, OpMasksMapToTrafficClasses) {
   EXPECT_EQ(ClassForOpMask(1u << TRIRACE_NCCL_FUNC_REDUCESCATTER), TRIRACE_CLASS_DENSE);
   EXPECT_EQ(ClassForOpMask(static_cast<uint32_t>(NCCL_NET_ATTR_UNDEF)), 0);
   EXPECT_EQ(ClassForOpMask(0), 0);
+}
+
+// The minimum RTO a socket is left with, or -1 where the kernel lacks it.
+int RtoMinOf(int fd) {
+  int v = -1;
+  socklen_t len = sizeof(v);
+  return getsockopt(fd, IPPROTO_TCP, 45 /* TCP_RTO_MIN_US */, &v, &len) == 0 ? v : -1;
+}
+
+TEST(NetPluginSocket, SetRtoMinReportsWhatTheKernelKept) {
+  UniqueFd fd(socket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_TRUE(fd.valid());
+  absl::StatusOr<int> set = SetRtoMin(fd.get(), 20000);
+  if (absl::IsUnimplemented(set.status())) GTEST_SKIP() << set.status();
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_GE(*set, 20000);
+  EXPECT_LT(*set, 30000) << "more than a few kernel ticks above the asked 20 ms";
+  EXPECT_EQ(RtoMinOf(fd.get()), *set);
+  // Below the kernel's two-tick floor: raised to the floor, not refused.
+  set = SetRtoMin(fd.get(), 1);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_GT(*set, 1);
+  EXPECT_LE(*set, 20000);
+  EXPECT_EQ(RtoMinOf(fd.get()), *set);
+}
+
+TEST(NetPluginSocket, SetRtoMinRefusesValuesOutsideTheKernelRange) {
+  UniqueFd fd(socket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_TRUE(fd.valid());
+  const int before = RtoMinOf(fd.get());
+  for (int us : {0, -5, 200001}) {
+    absl::StatusOr<int> set = SetRtoMin(fd.get(), us);
+    EXPECT_TRUE(absl::IsInvalidArgument(set.status())) << us << ": " << set.status();
+    EXPECT_NE(set.status().message().find("expected 1 to 200000"), std::string::npos) << set.status();
+  }
+  EXPECT_EQ(RtoMinOf(fd.get()), before);
+}
+
+TEST(NetPluginSocket, ConfigureDataSocketAppliesTheMinimumRtoOnlyWhenAsked) {
+  UniqueFd fresh(socket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_TRUE(fresh.valid());
+  const int kernel = RtoMinOf(fresh.get());
+  if (kernel < 0) GTEST_SKIP() << "this kernel has no TCP_RTO_MIN_US (Linux 6.15 or later)";
+  UniqueFd asked(socket(AF_INET, SOCK_STREAM, 0));
+  UniqueFd left(socket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_TRUE(ConfigureDataSocket(asked.get(), SocketOptions{-1, 0, 16000}).ok());
+  ASSERT_TRUE(ConfigureDataSocket(left.get(), SocketOptions{-1, 0, 0}).ok());
+  EXPECT_GE(RtoMinOf(asked.get()), 16000);
+  EXPECT_LT(RtoMinOf(asked.get()), 26000);
+  EXPECT_EQ(RtoMinOf(left.get()), kernel);
 }
 
 }  // namespace

@@ -62,6 +62,7 @@ static_assert(sizeof(SockAddr) == 28, "SockAddr is part of the handle layout");
 struct SocketOptions {
   int traffic_class = -1;  // -1: leave the kernel defaults
   int timeout_ms = 0;      // TCP_USER_TIMEOUT and keepalive; 0: kernel defaults
+  int rto_min_us = 0;      // TCP_RTO_MIN_US; 0: kernel setting
 };
 
 // A non-blocking TCP socket of `addr`'s family with CLOEXEC.
@@ -69,9 +70,10 @@ absl::StatusOr<UniqueFd> NewTcpSocket(const SockAddr& addr);
 // A listening socket bound to `addr` (port 0 picks one); `bound` receives
 // the address actually bound.
 absl::StatusOr<UniqueFd> ListenOn(const SockAddr& addr, SockAddr* bound);
-// TCP_NODELAY, keepalive/user timeout and the traffic class. A failure to
-// set the priority/TOS (e.g. missing CAP_NET_ADMIN for priority > 6) is
-// reported once as a warning, not an error.
+// TCP_NODELAY, keepalive/user timeout, the minimum RTO and the traffic
+// class. A failure to set the priority/TOS (e.g. missing CAP_NET_ADMIN for
+// priority > 6) is reported once as a warning, not an error; a kernel
+// without TCP_RTO_MIN_US is reported once at INFO.
 absl::Status ConfigureDataSocket(int fd, const SocketOptions& options);
 // Sets O_NONBLOCK.
 absl::Status SetNonBlocking(int fd);
@@ -83,6 +85,13 @@ int PriorityForTrafficClass(int traffic_class);
 // Sets the IP TOS byte (IPv6 traffic class) and then SO_PRIORITY of `fd`
 // (in that order: on Linux setting IP_TOS also resets the priority).
 absl::Status SetTosAndPriority(int fd, int tos, int priority);
+
+// Sets the socket's minimum retransmission timeout to `us` microseconds,
+// or to the smallest value the kernel takes above it (the floor is two
+// jiffies). Returns the minimum RTO now in force (whole jiffies, so often
+// a little above `us`), or an error: kUnimplemented where the
+// kernel has no TCP_RTO_MIN_US (before Linux 6.15). `us` in (0, 200000].
+absl::StatusOr<int> SetRtoMin(int fd, int us);
 
 }  // namespace trirace::net::tcp
 

@@ -52,6 +52,7 @@ struct CommOptions {
   int nthreads = 2;
   uint64_t stripe_min_bytes = 262144;
   int timeout_ms = 10000;
+  int rto_min_us = 10000;  // TRIRACE_NET_RTO_MIN_US; 0: kernel setting
 };
 
 class TcpComm;

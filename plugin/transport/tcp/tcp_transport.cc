@@ -175,6 +175,7 @@ CommOptions TcpTransport::Options() const {
   o.nthreads = static_cast<int>(ParamInt(ParamId::kNetNThreads));
   o.stripe_min_bytes = static_cast<uint64_t>(ParamInt(ParamId::kNetStripeMinBytes));
   o.timeout_ms = static_cast<int>(ParamInt(ParamId::kNetTimeoutMs));
+  o.rto_min_us = static_cast<int>(ParamInt(ParamId::kNetRtoMinUs));
   return o;
 }
 
@@ -225,7 +226,7 @@ absl::Status TcpTransport::Connect(void* inner_ctx, int dev, const CommConfig& c
                           ? config.traffic_class
                           : TrafficClassOf(inner_ctx);
   CommOptions options = Options();
-  SocketOptions sock_options{traffic_class, options.timeout_ms};
+  SocketOptions sock_options{traffic_class, options.timeout_ms, options.rto_min_us};
 
   std::unique_lock<std::mutex> lock(mu_);
   ConnectState* state = nullptr;
@@ -372,7 +373,7 @@ absl::Status TcpTransport::Accept(void* listen_comm, void** recv_comm,
           TRIRACE_WARN(NET, "rejected connection from %s: inconsistent socket %d of %d",
                        p.from.ToString(), h.socket_index, h.nsocks);
         } else {
-          SocketOptions so{lc->traffic_class, options.timeout_ms};
+          SocketOptions so{lc->traffic_class, options.timeout_ms, options.rto_min_us};
           absl::Status st = ConfigureDataSocket(p.fd.get(), so);
           if (!st.ok()) return st;
           g.socks[h.socket_index] = std::move(p.fd);
