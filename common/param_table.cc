@@ -70,11 +70,12 @@ const ParamSpec kTable[] = {
     {.id = ParamId::kNetNSocks,
      .name = "TRIRACE_NET_NSOCKS",
      .type = ParamType::kInt,
-     .default_text = "4",
+     .default_text = "0",
      .description = "TCP sockets per comm that large messages are striped over (plus one "
-                    "control socket that carries small messages)",
+                    "control socket that carries small messages); 0 = auto: 4 on loopback and "
+                    "on interfaces of 25 Gbit/s or more, 1 on slower ones",
      .component = "plugin",
-     .min_int = 1,
+     .min_int = 0,
      .max_int = 16},
     {.id = ParamId::kNetNThreads,
      .name = "TRIRACE_NET_NTHREADS",

@@ -397,7 +397,7 @@ TEST(NetPluginTrafficClassTest, InitConfigSetsTosOnEverySocketOfTheComm) {
     std::vector<int> tos = TcpSocketOptionValues(IPPROTO_IP, IP_TOS);
     int marked = 0;
     for (int v : tos) marked += v == 184;
-    // Connected comms have 1 control + TRIRACE_NET_NSOCKS (4) data sockets.
+    // Connected comms have 1 control + 4 data sockets (TRIRACE_NET_NSOCKS auto on loopback).
     EXPECT_EQ(marked, 5) << "rank " << rank << ": sockets with TOS 184 among " << tos.size();
     EXPECT_TRUE(peer.Barrier());
     p.Close();

@@ -55,7 +55,7 @@ TEST_P(NetPluginRtoMin, EverySocketOfBothEndsTakesIt) {
     std::vector<char> buf(1 << 20);  // striped: every data socket carries a part
     ASSERT_TRUE(p.MoveOne(rank, buf.data(), buf.size()));
     std::vector<int> values = TcpSocketOptionValues(IPPROTO_TCP, kTcpRtoMinUs);
-    // 1 control + TRIRACE_NET_NSOCKS (4) data sockets per comm; the
+    // 1 control + 4 data sockets per comm (auto on loopback); the
     // listener and the test's own channels keep the kernel's value.
     int taken = 0;
     for (int v : values) {

@@ -122,6 +122,16 @@ TEST(NetPluginClasses, OpMasksMapToTrafficClasses) {
   EXPECT_EQ(ClassForOpMask(0), 0);
 }
 
+TEST(NetPluginInterfaces, AutoSocketCountStripesOnlyOnLoopbackAndFastLinks) {
+  EXPECT_EQ(AutoDataSockets(kDefaultSpeedMbps, /*loopback=*/true), 4);
+  EXPECT_EQ(AutoDataSockets(1000, /*loopback=*/true), 4);
+  EXPECT_EQ(AutoDataSockets(1000, false), 1);
+  EXPECT_EQ(AutoDataSockets(10000, false), 1);  // also a veth, and an unknown speed
+  EXPECT_EQ(AutoDataSockets(24999, false), 1);
+  EXPECT_EQ(AutoDataSockets(25000, false), 4);
+  EXPECT_EQ(AutoDataSockets(400000, false), 4);
+}
+
 // The minimum RTO a socket is left with, or -1 where the kernel lacks it.
 int RtoMinOf(int fd) {
   int v = -1;

@@ -129,4 +129,10 @@ absl::StatusOr<std::vector<Interface>> DiscoverInterfaces(const InterfaceSpec& s
   return chosen;
 }
 
+int AutoDataSockets(int speed_mbps, bool loopback) {
+  constexpr int kStriped = 4;
+  constexpr int kStripeFromMbps = 25000;
+  return loopback || speed_mbps >= kStripeFromMbps ? kStriped : 1;
+}
+
 }  // namespace trirace::net::tcp

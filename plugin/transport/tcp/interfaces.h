@@ -31,6 +31,14 @@ struct Interface {
 
 inline constexpr int kDefaultSpeedMbps = 10000;
 
+// The data sockets per comm that TRIRACE_NET_NSOCKS=0 (auto) picks: 4 on
+// loopback and on links of 25 Gbit/s or more, where one TCP stream is
+// bound by one core; 1 on slower links, where one stream fills the link
+// and more streams only add flows, and message tails, that queue and drop
+// at the switch (NCCL's own socket transport also keeps to one socket
+// unless it knows the NIC).
+int AutoDataSockets(int speed_mbps, bool loopback);
+
 // A parsed interface spec.
 class InterfaceSpec {
  public:

@@ -203,7 +203,6 @@ absl::Status TcpTransport::Listen(void* inner_ctx, int dev, void* handle, void**
 
 absl::Status TcpTransport::Connect(void* inner_ctx, int dev, const CommConfig& config, void* handle,
                                    void** send_comm, ncclNetDeviceHandle_v11_t**) {
-  (void)dev;
   *send_comm = nullptr;
   ConnectHandle h;
   std::memcpy(&h, handle, sizeof(h));
@@ -235,6 +234,10 @@ absl::Status TcpTransport::Connect(void* inner_ctx, int dev, const CommConfig& c
     fresh->peer = h.addr;
     fresh->start_ns = MonotonicNs();
     int nsocks = static_cast<int>(ParamInt(ParamId::kNetNSocks));
+    if (nsocks == 0) {
+      const Interface& itf = DeviceInterface(dev);
+      nsocks = AutoDataSockets(itf.speed_mbps, itf.loopback || h.addr.IsLoopback());
+    }
     uint64_t conn_id = RandomU64();
     for (int i = 0; i <= nsocks; ++i) {
       auto fd = NewTcpSocket(h.addr);
