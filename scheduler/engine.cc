@@ -342,6 +342,8 @@ int64_t Engine::Step() {
     absl::StatusOr<OccupancySnapshot> snap = reader_->Read();
     if (snap.ok()) {
       rates = meter_.Update(*snap);
+    } else if (absl::IsUnavailable(snap.status())) {
+      TRIRACE_TRACE(SCHED, "occupancy reader %s: %s", std::string(reader_->name()), snap.status().ToString());
     } else if (!reader_warned_) {
       reader_warned_ = true;
       TRIRACE_WARN(SCHED, "occupancy reader %s: %s (samples are skipped until it recovers)",

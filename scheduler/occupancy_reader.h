@@ -52,7 +52,9 @@ class OccupancyReader {
   virtual ~OccupancyReader() = default;
   virtual std::string_view name() const = 0;
   // Counters now. An error means this sample is lost, not that the reader
-  // is unusable; the engine warns once and keeps sampling.
+  // is unusable; the engine keeps sampling, and warns once unless the
+  // error is kUnavailable (a transient miss, such as a publisher caught
+  // mid-update).
   virtual absl::StatusOr<OccupancySnapshot> Read() = 0;
 };
 

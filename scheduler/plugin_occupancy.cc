@@ -36,7 +36,14 @@ class PluginOccupancyReader final : public OccupancyReader {
     const int32_t self = static_cast<int32_t>(getpid());
     bool have_own = false;
     for (uint32_t i = 0; i < TRIRACE_OCC_MAX_PROCS; ++i) {
-      if (trirace_occ_read_proc(reader_, i, proc_.get()) != 0) continue;  // free, dead or busy
+      const int rc = trirace_occ_read_proc(reader_, i, proc_.get());
+      if (rc == EAGAIN) {
+        // A writer held its slot through the read's wait: a sum without it
+        // would look like a drop in traffic, so this sample is skipped.
+        return absl::UnavailableError(
+            absl::StrCat("process slot ", i, " stayed mid-update; occupancy sample skipped"));
+      }
+      if (rc != 0) continue;  // free or dead
       const bool own = proc_->owner_pid == self;
       have_own |= own;
       for (uint32_t n = 0; n < proc_->num_nics && n < TRIRACE_OCC_MAX_NICS; ++n) {

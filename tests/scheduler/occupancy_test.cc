@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "common/env_guard.h"
+#include "common/logging.h"
 #include "scheduler/engine.h"
 #include "scheduler/plugin_occupancy.h"
 #include "scheduler/sysfs_occupancy.h"
@@ -179,6 +180,61 @@ TEST(EngineOccupancyTest, EngineSamplesTheReaderWhileTasksAreHeld) {
   EXPECT_DOUBLE_EQ(policy->last_link.measured_bytes_per_s, 5e9);
   EXPECT_DOUBLE_EQ(policy->last_link.foreign_bytes_per_s, 5e9) << "none of our tasks ran: all foreign";
   EXPECT_EQ(policy->last_link.occupancy_ns, 2 * kMs);
+}
+
+// A reader that fails every read with `code`.
+class FailingReader final : public OccupancyReader {
+ public:
+  explicit FailingReader(absl::StatusCode code) : code_(code) {}
+  std::string_view name() const override { return "failing"; }
+  absl::StatusOr<OccupancySnapshot> Read() override { return absl::Status(code_, "no sample this time"); }
+
+ private:
+  absl::StatusCode code_;
+};
+
+std::vector<std::string>* g_warnings = nullptr;
+
+void WarningSink(void*, trirace::LogLevel level, trirace::Subsys, const char*, int, absl::string_view msg) {
+  if (level == trirace::LogLevel::kWARN && g_warnings != nullptr) g_warnings->emplace_back(msg);
+}
+
+// Reads with `code` for three periods; returns the WARN lines logged.
+std::vector<std::string> WarningsForReaderError(absl::StatusCode code) {
+  std::vector<std::string> warnings;
+  g_warnings = &warnings;
+  trirace::log::SetSink(WarningSink, nullptr);
+  {
+    ManualClock clock(0);
+    struct : GateOpener {
+      void OpenGate(const ReleasedTask&) override {}
+    } opener;
+    EngineOptions o;
+    o.clock = &clock;
+    o.start_thread = false;
+    o.max_hold_ns = 1000 * kMs;
+    o.occupancy_period_ns = 2 * kMs;
+    Engine engine(std::make_unique<RecordingPolicy>(), &opener, o);
+    const LinkId nic = engine.AddLink({.name = "nic:a", .capacity_bytes_per_s = 1e10, .interface = "veth0"});
+    engine.SetOccupancyReader(std::make_unique<FailingReader>(code), {{"veth0", nic}});
+    engine.Submit({.comm = 1, .traffic_class = TrafficClass::kDense, .bytes = 1, .links = {nic}});
+    for (int i = 0; i < 3; ++i) {
+      clock.SetNs(i * 2 * kMs);
+      engine.Step();
+    }
+    EXPECT_EQ(engine.stats().occupancy_samples, 3u) << "sampling goes on after a failed read";
+  }
+  trirace::log::SetSink(nullptr, nullptr);
+  g_warnings = nullptr;
+  return warnings;
+}
+
+TEST(EngineOccupancyTest, ATransientReaderMissIsQuietAndAFailureWarnsOnce) {
+  EXPECT_THAT(WarningsForReaderError(absl::StatusCode::kUnavailable), ::testing::IsEmpty());
+  std::vector<std::string> failed = WarningsForReaderError(absl::StatusCode::kInternal);
+  ASSERT_EQ(failed.size(), 1u) << "one warning for three failed reads";
+  EXPECT_THAT(failed[0], HasSubstr("occupancy reader failing"));
+  EXPECT_THAT(failed[0], HasSubstr("no sample this time"));
 }
 
 TEST(PluginOccupancyTest, NoSegmentIsAnErrorNotACrash) {

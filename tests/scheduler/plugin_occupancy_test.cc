@@ -33,8 +33,10 @@ class SegmentGuard {
   std::string name_;
 };
 
-// Writes slot `index` as if process `pid` published `sent` bytes on `nic`.
-void WriteForeignSlot(const std::string& shm_name, uint32_t index, pid_t pid, const char* nic, uint64_t sent) {
+// Writes slot `index` as if process `pid` published `sent` bytes on `nic`;
+// with `finish` false the writer stops mid-update (its sequence stays odd).
+void WriteForeignSlot(const std::string& shm_name, uint32_t index, pid_t pid, const char* nic, uint64_t sent,
+                      bool finish = true) {
   const int fd = shm_open(shm_name.c_str(), O_RDWR, 0);
   ASSERT_GE(fd, 0);
   void* map = mmap(nullptr, TRIRACE_OCC_SEGMENT_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -49,7 +51,7 @@ void WriteForeignSlot(const std::string& shm_name, uint32_t index, pid_t pid, co
   std::strncpy(slot->nics[0].name, nic, TRIRACE_OCC_NAME_LEN - 1);
   slot->nics[0].cls[TRIRACE_CLASS_DENSE].send_completed_bytes = sent;
   std::atomic_ref<int32_t>(slot->owner_pid).store(pid, std::memory_order_release);
-  std::atomic_ref<uint32_t>(slot->seq).store(2, std::memory_order_release);
+  if (finish) std::atomic_ref<uint32_t>(slot->seq).store(2, std::memory_order_release);
   munmap(map, TRIRACE_OCC_SEGMENT_BYTES);
 }
 
@@ -88,6 +90,37 @@ TEST(PluginOccupancyTest, ReportsTheJobsTrafficAndThisProcesssShare) {
   ASSERT_TRUE(eth7.has_ours);
   EXPECT_EQ(eth7.ours_tx_bytes, 1000u);
   EXPECT_EQ(eth7.ours_rx_bytes, 300u);
+  pub.Stop();
+}
+
+TEST(PluginOccupancyTest, ASlotStuckMidUpdateSkipsTheSampleInsteadOfAPartialSum) {
+  const std::string job = "sched-stuck-" + std::to_string(getpid());
+  SegmentGuard seg(occupancy::SegmentName(job));
+  occupancy::OccupancyPublisher pub;
+  ASSERT_TRUE(pub.Start({{"eth7", 10000}}, seg.name(), 200).ok());
+  ASSERT_TRUE(pub.publishing());
+  pub.SendPosted(0, TRIRACE_CLASS_P2P, 1000);
+  pub.SendCompleted(0, TRIRACE_CLASS_P2P, 1000, 1000);
+  ManualClock clock(5);
+  auto reader = OpenPluginOccupancyReader(job, &clock);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  WriteForeignSlot(seg.name(), TRIRACE_OCC_MAX_PROCS - 1, getppid(), "eth7", 5000, /*finish=*/false);
+  auto stuck = (*reader)->Read();
+  ASSERT_FALSE(stuck.ok()) << "the read summed the other slots without the stuck one";
+  EXPECT_EQ(stuck.status().code(), absl::StatusCode::kUnavailable) << stuck.status();
+  EXPECT_NE(stuck.status().message().find("slot " + std::to_string(TRIRACE_OCC_MAX_PROCS - 1)), std::string::npos)
+      << stuck.status();
+  // The writer finishes: the next sample has both processes.
+  WriteForeignSlot(seg.name(), TRIRACE_OCC_MAX_PROCS - 1, getppid(), "eth7", 5000);
+  uint64_t tx = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline && tx != 6000) {
+    auto s = (*reader)->Read();
+    ASSERT_TRUE(s.ok()) << s.status();
+    tx = s->devices.empty() ? 0 : s->devices[0].tx_bytes;
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(tx, 6000u) << "ours (1000) + the other process's (5000)";
   pub.Stop();
 }
 
