@@ -149,22 +149,38 @@ class RecordingPolicy : public Policy {
   LinkState last_link;
 };
 
-TEST(EngineOccupancyTest, EngineSamplesTheReaderWhileTasksAreHeld) {
-  FakeSysfs sys;
-  sys.Set("veth0", 0, 0);
-  ManualClock clock(0);
-  auto owned = std::make_unique<RecordingPolicy>();
-  RecordingPolicy* policy = owned.get();
+// An engine on a manual clock, without its thread, holding DENSE for up to
+// a second and sampling occupancy every 2 ms, with one link on veth0.
+struct EngineOnVeth0 {
+  static EngineOptions Options(const Clock* clock) {
+    EngineOptions o;
+    o.clock = clock;
+    o.start_thread = false;
+    o.max_hold_ns = 1000 * kMs;
+    o.occupancy_period_ns = 2 * kMs;
+    return o;
+  }
+  explicit EngineOnVeth0(std::unique_ptr<Policy> policy)
+      : engine(std::move(policy), &opener, Options(&clock)),
+        nic(engine.AddLink({.name = "nic:a", .capacity_bytes_per_s = 1e10, .interface = "veth0"})) {}
+
+  ManualClock clock{0};
   struct : GateOpener {
     void OpenGate(const ReleasedTask&) override {}
   } opener;
-  EngineOptions o;
-  o.clock = &clock;
-  o.start_thread = false;
-  o.max_hold_ns = 1000 * kMs;
-  o.occupancy_period_ns = 2 * kMs;
-  Engine engine(std::move(owned), &opener, o);
-  const LinkId nic = engine.AddLink({.name = "nic:a", .capacity_bytes_per_s = 1e10, .interface = "veth0"});
+  Engine engine;
+  LinkId nic;
+};
+
+TEST(EngineOccupancyTest, EngineSamplesTheReaderWhileTasksAreHeld) {
+  FakeSysfs sys;
+  sys.Set("veth0", 0, 0);
+  auto owned = std::make_unique<RecordingPolicy>();
+  RecordingPolicy* policy = owned.get();
+  EngineOnVeth0 e(std::move(owned));
+  Engine& engine = e.engine;
+  ManualClock& clock = e.clock;
+  const LinkId nic = e.nic;
   auto reader = OpenSysfsOccupancyReader({"veth0"}, sys.root(), &clock);
   ASSERT_TRUE(reader.ok());
   engine.SetOccupancyReader(std::move(*reader), {{"veth0", nic}});
@@ -205,21 +221,13 @@ std::vector<std::string> WarningsForReaderError(absl::StatusCode code) {
   g_warnings = &warnings;
   trirace::log::SetSink(WarningSink, nullptr);
   {
-    ManualClock clock(0);
-    struct : GateOpener {
-      void OpenGate(const ReleasedTask&) override {}
-    } opener;
-    EngineOptions o;
-    o.clock = &clock;
-    o.start_thread = false;
-    o.max_hold_ns = 1000 * kMs;
-    o.occupancy_period_ns = 2 * kMs;
-    Engine engine(std::make_unique<RecordingPolicy>(), &opener, o);
-    const LinkId nic = engine.AddLink({.name = "nic:a", .capacity_bytes_per_s = 1e10, .interface = "veth0"});
+    EngineOnVeth0 e(std::make_unique<RecordingPolicy>());
+    Engine& engine = e.engine;
+    const LinkId nic = e.nic;
     engine.SetOccupancyReader(std::make_unique<FailingReader>(code), {{"veth0", nic}});
     engine.Submit({.comm = 1, .traffic_class = TrafficClass::kDense, .bytes = 1, .links = {nic}});
     for (int i = 0; i < 3; ++i) {
-      clock.SetNs(i * 2 * kMs);
+      e.clock.SetNs(i * 2 * kMs);
       engine.Step();
     }
     EXPECT_EQ(engine.stats().occupancy_samples, 3u) << "sampling goes on after a failed read";

@@ -55,14 +55,20 @@ void WriteForeignSlot(const std::string& shm_name, uint32_t index, pid_t pid, co
   munmap(map, TRIRACE_OCC_SEGMENT_BYTES);
 }
 
+// Starts `pub` on NIC eth7 in segment `shm_name` (copies every 200 us) and
+// has it send `bytes` of P2P.
+void StartWithP2PSent(occupancy::OccupancyPublisher* pub, const std::string& shm_name, uint64_t bytes) {
+  ASSERT_TRUE(pub->Start({{"eth7", 10000}}, shm_name, 200).ok());
+  ASSERT_TRUE(pub->publishing());
+  pub->SendPosted(0, TRIRACE_CLASS_P2P, bytes);
+  pub->SendCompleted(0, TRIRACE_CLASS_P2P, bytes, bytes);
+}
+
 TEST(PluginOccupancyTest, ReportsTheJobsTrafficAndThisProcesssShare) {
   const std::string job = "sched-test-" + std::to_string(getpid());
   SegmentGuard seg(occupancy::SegmentName(job));
   occupancy::OccupancyPublisher pub;
-  ASSERT_TRUE(pub.Start({{"eth7", 10000}}, seg.name(), 200).ok());
-  ASSERT_TRUE(pub.publishing());
-  pub.SendPosted(0, TRIRACE_CLASS_P2P, 1000);
-  pub.SendCompleted(0, TRIRACE_CLASS_P2P, 1000, 1000);
+  StartWithP2PSent(&pub, seg.name(), 1000);
   pub.RecvPosted(0, TRIRACE_CLASS_DENSE, 300);
   pub.RecvCompleted(0, TRIRACE_CLASS_DENSE, 300, 300);
   WriteForeignSlot(seg.name(), TRIRACE_OCC_MAX_PROCS - 1, getppid(), "eth7", 5000);
@@ -97,10 +103,7 @@ TEST(PluginOccupancyTest, ASlotStuckMidUpdateSkipsTheSampleInsteadOfAPartialSum)
   const std::string job = "sched-stuck-" + std::to_string(getpid());
   SegmentGuard seg(occupancy::SegmentName(job));
   occupancy::OccupancyPublisher pub;
-  ASSERT_TRUE(pub.Start({{"eth7", 10000}}, seg.name(), 200).ok());
-  ASSERT_TRUE(pub.publishing());
-  pub.SendPosted(0, TRIRACE_CLASS_P2P, 1000);
-  pub.SendCompleted(0, TRIRACE_CLASS_P2P, 1000, 1000);
+  StartWithP2PSent(&pub, seg.name(), 1000);
   ManualClock clock(5);
   auto reader = OpenPluginOccupancyReader(job, &clock);
   ASSERT_TRUE(reader.ok()) << reader.status();
