@@ -141,7 +141,8 @@ const ParamSpec kTable[] = {
      .type = ParamType::kEnum,
      .default_text = "auto",
      .description = "mark each send for its traffic class so priority queues serve P2P first: "
-                    "socket priority / DSCP P2P 6 / EF, SPARSE 0 / 0, DENSE 1 / CS1; a comm with "
+                    "socket priority / DSCP P2P 6 / EF, SPARSE 0 / 0, DENSE 1 / CS1 (receive comms, "
+                    "whose sockets only send acknowledgements, take P2P's); a comm with "
                     "an explicit trafficClass keeps it; auto = on with TRIRACE_MODE=schedule and "
                     "TRIRACE_POLICY=trirace (whose rule R10 then lets DENSE go beside P2P)",
      .component = "plugin",

@@ -210,6 +210,9 @@ class WrapTransport : public Transport {
   absl::Status SetSendClass(void*, int, int) override {
     return absl::UnimplementedError("the inner plugin's sockets are its own (wrapper mode)");
   }
+  absl::Status SetRecvClass(void*, int, int) override {
+    return absl::UnimplementedError("the inner plugin's sockets are its own (wrapper mode)");
+  }
   absl::Status CloseSend(void* c) override {
     return FromInner("closeSend", Call(&ncclNet_v11_t::closeSend, &ncclNet_v10_t::closeSend,
                                        &ncclNet_v9_t::closeSend, &ncclNet_v8_t::closeSend, c));

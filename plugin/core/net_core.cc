@@ -11,6 +11,7 @@
 #include "common/status.h"
 #include "plugin/core/nccl_log_sink.h"
 #include "plugin/core/traffic_class.h"
+#include "trirace/trirace.h"
 #include "plugin/occupancy/segment.h"
 #include "plugin/transport/tcp/tcp_transport.h"
 #include "plugin/wrap.h"
@@ -53,7 +54,7 @@ struct NetCore::Comm {
   Context* ctx = nullptr;
   void* inner = nullptr;
   uint64_t handle = 0;
-  bool explicit_traffic_class = false;  // send: a trafficClass was configured
+  bool explicit_traffic_class = false;  // a trafficClass was configured (send: connect's; recv: the context's)
   std::optional<ClassMarks> class_marks;  // send: last marks class priority set
   std::array<Request, NCCL_NET_MAX_REQUESTS> reqs;
 };
@@ -351,6 +352,11 @@ absl::Status NetCore::Accept(void* listen_comm, void** recv_comm,
   comm->dev = (*lc)->dev;
   comm->ctx = (*lc)->ctx;
   comm->inner = inner;
+  comm->explicit_traffic_class = comm->ctx->config.traffic_class != NCCL_NET_TRAFFIC_CLASS_UNDEF;
+  // What a receive comm sends is TCP's acknowledgements: tiny, and the
+  // sender's pace. They go in the first band whatever they acknowledge;
+  // queued behind the reverse direction's data they slowed every class.
+  if (class_priority_ && !comm->explicit_traffic_class) ApplyClassPriority(*comm, TRIRACE_CLASS_P2P);
   auto h = AddComm(std::move(comm));
   if (!h.ok()) {
     (void)transport_->CloseRecv(inner);
@@ -413,10 +419,12 @@ absl::StatusOr<std::pair<NetCore::Comm*, NetCore::Request*>> NetCore::LookupRequ
 void NetCore::ApplyClassPriority(Comm& comm, int cls) {
   const std::optional<ClassMarks> marks = MarksForClass(cls);
   if (!marks || marks == comm.class_marks) return;
-  absl::Status st = transport_->SetSendClass(comm.inner, marks->tos, marks->priority);
+  absl::Status st = comm.kind == Kind::kSend
+                        ? transport_->SetSendClass(comm.inner, marks->tos, marks->priority)
+                        : transport_->SetRecvClass(comm.inner, marks->tos, marks->priority);
   if (!st.ok()) {
     // Not worth failing a transfer over: the bytes still move, only unordered.
-    TRIRACE_WARN_ONCE(NET, "class priority: could not mark a send comm with TOS %d / priority %d: %s",
+    TRIRACE_WARN_ONCE(NET, "class priority: could not mark a comm with TOS %d / priority %d: %s",
                       marks->tos, marks->priority, st.ToString());
   }
   comm.class_marks = marks;  // tried once per change either way
@@ -489,6 +497,7 @@ absl::Status NetCore::Irecv(void* recv_comm, int n, void** data, size_t* sizes, 
   }
   if (slot < 0) return absl::OkStatus();
   Request& req = comm->reqs[slot];
+  const int cls = comm->ctx->cls.load(std::memory_order_relaxed);
   void* inner = optional ? reinterpret_cast<void*>(NCCL_NET_OPTIONAL_RECV_COMPLETION) : nullptr;
   absl::Status st = transport_->Irecv(comm->inner, n, data, sizes, tags, mhandles, phandles, &inner);
   if (inner == reinterpret_cast<void*>(NCCL_NET_OPTIONAL_RECV_COMPLETION)) inner = nullptr;
@@ -499,7 +508,7 @@ absl::Status NetCore::Irecv(void* recv_comm, int n, void** data, size_t* sizes, 
   req.inner = inner;
   req.flush = false;
   req.n = n;
-  req.cls = comm->ctx->cls.load(std::memory_order_relaxed);
+  req.cls = cls;
   req.posted = posted;
   req.seq++;
   publisher_.RecvPosted(comm->dev, req.cls, posted);

@@ -72,9 +72,10 @@ int Count(const std::vector<Marks>& marks, int priority, int tos) {
 }
 
 // Rank 1 sends `bytes` as op `func` (after `warm_func`, if >= 0), rank 0
-// receives; then rank 1 hands its sockets' marks to `check`.
+// receives; then rank `checked` (1: the sender) hands its sockets' marks
+// to `check`.
 void SendAndCheck(const Env& env, int traffic_class, int warm_func, int func, size_t bytes,
-                  const std::function<void(const std::vector<Marks>&)>& check) {
+                  const std::function<void(const std::vector<Marks>&)>& check, int checked = 1) {
   auto codes = RunRanks(env, [&](int rank, Channel& peer, Channel&) {
     Pair p = Pair::Connect(PluginPath(), 11, rank, peer, traffic_class);
     ASSERT_TRUE(p.ok);
@@ -84,7 +85,7 @@ void SendAndCheck(const Env& env, int traffic_class, int warm_func, int func, si
       ASSERT_EQ(p.net->SetNetAttrOp(1u << f), ncclSuccess);
       ASSERT_TRUE(p.MoveOne(rank, buf.data(), bytes));
     }
-    if (rank == 1) check(SocketMarks());
+    if (rank == checked) check(SocketMarks());
     EXPECT_TRUE(peer.Barrier());
     p.Close();
   });
@@ -125,6 +126,26 @@ TEST(NetPluginClassPriorityTest, FollowsTheClassWhenAnOpOfAnotherClassComes) {
                  EXPECT_EQ(Count(marks, 1, 0x20), 5) << "the DENSE send after a P2P one";
                  EXPECT_EQ(Count(marks, 6, 0xb8), 0);
                });
+}
+
+TEST(NetPluginClassPriorityTest, ReceiveSocketsSendTheirAcknowledgementsInTheFirstBand) {
+  // TCP's acknowledgements of DENSE data must not queue behind the reverse
+  // direction's data: a receive comm's sockets take the P2P marks.
+  for (bool on : {true, false}) {
+    Env env = BaseEnv(on ? "cprio-acks-on" : "cprio-acks-off");
+    env.push_back({"TRIRACE_NET_CLASS_PRIORITY", on ? "on" : "off"});
+    SendAndCheck(
+        env, -1, -1, TRIRACE_NCCL_FUNC_ALLREDUCE, 1 << 20,
+        [on](const std::vector<Marks>& marks) {
+          if (on) {
+            EXPECT_EQ(Count(marks, 6, 0xb8), 5) << "the receive comm: 1 control + 4 data sockets";
+            EXPECT_EQ(Count(marks, 1, 0x20), 0) << "a receive socket took the class of the data";
+          } else {
+            EXPECT_EQ(Count(marks, 0, 0), static_cast<int>(marks.size())) << "class priority is off";
+          }
+        },
+        /*checked=*/0);
+  }
 }
 
 TEST(NetPluginClassPriorityTest, AnExplicitTrafficClassWins) {

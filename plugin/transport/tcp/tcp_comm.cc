@@ -113,7 +113,7 @@ absl::Status TcpComm::Test(TcpRequest* req, int* done, int* sizes) {
 
 // ---- send side -------------------------------------------------------------
 
-absl::Status TcpSendComm::SetTosAndPriority(int tos, int priority) {
+absl::Status TcpComm::SetTosAndPriority(int tos, int priority) {
   for (const UniqueFd& fd : sockets_) {
     TRIRACE_RETURN_IF_ERROR(tcp::SetTosAndPriority(fd.get(), tos, priority));
   }

@@ -89,6 +89,10 @@ class TcpComm {
   // A completed no-op request (iflush on host memory).
   absl::Status NewFlushRequest(void** request);
   bool AnyOutstanding() const;
+  // IP TOS and SO_PRIORITY of every socket of the comm (control and data):
+  // what a send comm sends, and what a receive comm sends back (TCP's
+  // acknowledgements).
+  absl::Status SetTosAndPriority(int tos, int priority);
 
  protected:
   TcpRequest* AllocRequest(TcpRequest::Kind kind);
@@ -118,8 +122,6 @@ class TcpSendComm : public TcpComm {
   TcpSendComm(std::vector<UniqueFd> sockets, const CommOptions& options)
       : TcpComm(std::move(sockets), options, /*sending=*/true) {}
   absl::Status Isend(void* data, size_t size, int tag, void** request);
-  // IP TOS and SO_PRIORITY of every socket of the comm (control and data).
-  absl::Status SetTosAndPriority(int tos, int priority);
   // Called by closeSend before deletion. When nothing is outstanding and
   // the comm has not failed: shuts every socket down for writing (FIN after
   // the queued bytes) and waits, at most timeout_ms, until the peer

@@ -435,6 +435,10 @@ absl::Status TcpTransport::SetSendClass(void* send_comm, int tos, int priority) 
   return static_cast<TcpSendComm*>(send_comm)->SetTosAndPriority(tos, priority);
 }
 
+absl::Status TcpTransport::SetRecvClass(void* recv_comm, int tos, int priority) {
+  return static_cast<TcpRecvComm*>(recv_comm)->SetTosAndPriority(tos, priority);
+}
+
 absl::Status TcpTransport::Irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
                                  void**, void**, void** request) {
   if (n > kMaxRecvs) {

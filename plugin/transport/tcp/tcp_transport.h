@@ -58,6 +58,7 @@ class TcpTransport : public Transport {
   absl::Status DeregMr(void* comm, void* mhandle) override;
 
   absl::Status SetSendClass(void* send_comm, int tos, int priority) override;
+  absl::Status SetRecvClass(void* recv_comm, int tos, int priority) override;
   absl::Status Isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
                      void* phandle, void** request) override;
   absl::Status Irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
