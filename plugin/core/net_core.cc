@@ -11,10 +11,10 @@
 #include "common/status.h"
 #include "plugin/core/nccl_log_sink.h"
 #include "plugin/core/traffic_class.h"
-#include "trirace/trirace.h"
 #include "plugin/occupancy/segment.h"
 #include "plugin/transport/tcp/tcp_transport.h"
 #include "plugin/wrap.h"
+#include "trirace/trirace.h"
 
 namespace trirace::net {
 namespace {
@@ -54,8 +54,8 @@ struct NetCore::Comm {
   Context* ctx = nullptr;
   void* inner = nullptr;
   uint64_t handle = 0;
-  bool explicit_traffic_class = false;  // a trafficClass was configured (send: connect's; recv: the context's)
-  std::optional<ClassMarks> class_marks;  // send: last marks class priority set
+  bool explicit_traffic_class = false;  // send: connect's trafficClass; recv: the context's
+  std::optional<ClassMarks> class_marks;  // last marks class priority set
   std::array<Request, NCCL_NET_MAX_REQUESTS> reqs;
 };
 
@@ -354,8 +354,8 @@ absl::Status NetCore::Accept(void* listen_comm, void** recv_comm,
   comm->inner = inner;
   comm->explicit_traffic_class = comm->ctx->config.traffic_class != NCCL_NET_TRAFFIC_CLASS_UNDEF;
   // What a receive comm sends is TCP's acknowledgements: tiny, and the
-  // sender's pace. They go in the first band whatever they acknowledge;
-  // queued behind the reverse direction's data they slowed every class.
+  // sender's pace. They go in the first band whatever they acknowledge,
+  // rather than wait in a lower one behind the reverse direction's data.
   if (class_priority_ && !comm->explicit_traffic_class) ApplyClassPriority(*comm, TRIRACE_CLASS_P2P);
   auto h = AddComm(std::move(comm));
   if (!h.ok()) {
@@ -497,7 +497,6 @@ absl::Status NetCore::Irecv(void* recv_comm, int n, void** data, size_t* sizes, 
   }
   if (slot < 0) return absl::OkStatus();
   Request& req = comm->reqs[slot];
-  const int cls = comm->ctx->cls.load(std::memory_order_relaxed);
   void* inner = optional ? reinterpret_cast<void*>(NCCL_NET_OPTIONAL_RECV_COMPLETION) : nullptr;
   absl::Status st = transport_->Irecv(comm->inner, n, data, sizes, tags, mhandles, phandles, &inner);
   if (inner == reinterpret_cast<void*>(NCCL_NET_OPTIONAL_RECV_COMPLETION)) inner = nullptr;
@@ -508,7 +507,7 @@ absl::Status NetCore::Irecv(void* recv_comm, int n, void** data, size_t* sizes, 
   req.inner = inner;
   req.flush = false;
   req.n = n;
-  req.cls = cls;
+  req.cls = comm->ctx->cls.load(std::memory_order_relaxed);
   req.posted = posted;
   req.seq++;
   publisher_.RecvPosted(comm->dev, req.cls, posted);

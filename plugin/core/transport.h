@@ -101,8 +101,7 @@ class Transport {
   // priority `priority` (class priority, traffic_class.h). Unimplemented
   // when the transport cannot.
   virtual absl::Status SetSendClass(void* send_comm, int tos, int priority) = 0;
-  // The same for what a receive comm sends back (TCP's acknowledgements),
-  // so that they queue with the data they acknowledge.
+  // The same for what `recv_comm` sends back (TCP's acknowledgements).
   virtual absl::Status SetRecvClass(void* recv_comm, int tos, int priority) = 0;
 
   virtual absl::Status CloseSend(void* send_comm) = 0;
