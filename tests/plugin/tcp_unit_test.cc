@@ -136,7 +136,7 @@ TEST(NetPluginInterfaces, AutoSocketCountStripesOnlyOnLoopbackAndFastLinks) {
 int RtoMinOf(int fd) {
   int v = -1;
   socklen_t len = sizeof(v);
-  return getsockopt(fd, IPPROTO_TCP, 45 /* TCP_RTO_MIN_US */, &v, &len) == 0 ? v : -1;
+  return getsockopt(fd, IPPROTO_TCP, kTcpRtoMinUs, &v, &len) == 0 ? v : -1;
 }
 
 TEST(NetPluginSocket, SetRtoMinReportsWhatTheKernelKept) {

@@ -220,6 +220,17 @@ int_in() {
 
 valid_time() { [[ $1 == 0 || $1 =~ ^[0-9]+(us|ms|s)$ ]]; }
 
+# time_us T: microseconds in a time that valid_time accepts.
+time_us() {
+  [[ $1 =~ ^([0-9]+)(us|ms|s)?$ ]] || return 1
+  local n=$((10#${BASH_REMATCH[1]}))
+  case ${BASH_REMATCH[2]} in
+    ms) n=$((n * 1000)) ;;
+    s) n=$((n * 1000000)) ;;
+  esac
+  echo "$n"
+}
+
 # ---- shaping ----------------------------------------------------------------
 
 # shape NS DEV FRAMES: token bucket at RATE (root 1:), netem DELAY under it
@@ -410,8 +421,7 @@ check_shape_flags() {
   # tbf never passes a packet larger than its bucket.
   ((BURST >= MTU + 14)) || die $EX_USAGE "--burst '$BURST': must hold one frame of --mtu $MTU (at least $((MTU + 14)))"
   local queue_us
-  queue_us=$(awk -v q="$QUEUE" 'BEGIN { n = q + 0; u = substr(q, length(n "") + 1);
-    print n * ((u == "s") ? 1000000 : (u == "ms") ? 1000 : 1) }')
+  queue_us=$(time_us "$QUEUE")
   QUEUE_FRAMES=$((RATE_BPS / 8 * queue_us / 1000000 / MTU))
   ((QUEUE_FRAMES < 2)) && QUEUE_FRAMES=2
   [[ $IFNAME =~ ^[a-zA-Z][a-zA-Z0-9_]{0,14}$ ]] ||

@@ -16,8 +16,6 @@
 namespace trirace::net::tcp {
 namespace {
 
-// TCP_RTO_MIN_US from <linux/tcp.h> of Linux 6.15; older headers lack it.
-constexpr int kTcpRtoMinUs = 45;
 constexpr int kKernelRtoMinUs = 200000;  // the kernel's own floor, and the most it accepts
 
 }  // namespace

@@ -86,6 +86,10 @@ int PriorityForTrafficClass(int traffic_class);
 // (in that order: on Linux setting IP_TOS also resets the priority).
 absl::Status SetTosAndPriority(int fd, int tos, int priority);
 
+// TCP_RTO_MIN_US (IPPROTO_TCP level) from <linux/tcp.h> of Linux 6.15;
+// older headers lack it.
+inline constexpr int kTcpRtoMinUs = 45;
+
 // Sets the socket's minimum retransmission timeout to `us` microseconds,
 // or to the smallest value the kernel takes above it (the floor is two
 // jiffies). Returns the minimum RTO now in force (whole jiffies, so often

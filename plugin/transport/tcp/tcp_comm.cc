@@ -111,14 +111,14 @@ absl::Status TcpComm::Test(TcpRequest* req, int* done, int* sizes) {
   return absl::OkStatus();
 }
 
-// ---- send side -------------------------------------------------------------
-
 absl::Status TcpComm::SetTosAndPriority(int tos, int priority) {
   for (const UniqueFd& fd : sockets_) {
     TRIRACE_RETURN_IF_ERROR(tcp::SetTosAndPriority(fd.get(), tos, priority));
   }
   return absl::OkStatus();
 }
+
+// ---- send side -------------------------------------------------------------
 
 absl::Status TcpSendComm::Isend(void* data, size_t size, int tag, void** request) {
   *request = nullptr;
