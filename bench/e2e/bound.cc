@@ -1,10 +1,11 @@
 // e2e_bound: the lower bound on one iteration of examples/hybrid_parallel
 // on a test bed, computed from its configuration.
 //
-//   e2e_bound --hosts 4 --ranks-per-host 2 --gbps 1 -- <hybrid_parallel flags>
+//   e2e_bound --hosts 4 --ranks-per-host 2 --gbps 1 [--burst BYTES] [--line-gbps G]
+//             -- <hybrid_parallel flags>
 //
 // Prints one line: BOUND {"bound_ms":..,"compute_ms":..,"link_ms":..,
-// "busiest_link":"h0.tx",...}. Ranks are placed like testbed.sh places them
+// "busiest_link":"h0.tx","ideal_ms":..,"shared_ms":..,...}. Ranks are placed like testbed.sh places them
 // (rank = host * ranks_per_host + local), with the example's rank order.
 //
 // compute: per stage, the emulated compute of one iteration on its critical
@@ -20,6 +21,16 @@
 //   busiest direction's bytes / rate. Headers and the plugin's framing are
 //   left out, so it stays a lower bound.
 // bound = max(compute, link): no schedule can beat either.
+//
+// ideal / shared: the training loop itself simulated on ideal links
+// (examples/hybrid_parallel/simulate.h, the median iteration after the
+// warm-up): `ideal` with P2P and SPARSE ahead of DENSE on every link, what
+// the TriRace policy with class priority aims at; `shared` with every flow
+// sharing alike. They add what `bound` leaves out: the loop's dependencies
+// (a stage waiting for its all-reduce, the pipeline's fill and drain). The
+// links carry testbed.sh's token bucket: --burst bytes (default as
+// testbed.sh picks it: 1 ms at the rate, at least 32768) at --line-gbps
+// (default 10, what the test bed's veths report) after an idle spell.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +39,7 @@
 
 #include "config.h"
 #include "model.h"
+#include "simulate.h"
 
 namespace {
 
@@ -43,7 +55,7 @@ int Usage(const std::string& why) {
 
 int main(int argc, char** argv) {
   int hosts = 0, per_host = 0;
-  double gbps = 0;
+  double gbps = 0, burst = -1, line_gbps = 10;
   int i = 1;
   for (; i < argc; ++i) {
     std::string a = argv[i];
@@ -58,6 +70,10 @@ int main(int argc, char** argv) {
       per_host = std::atoi(argv[++i]);
     } else if (a == "--gbps") {
       gbps = std::atof(argv[++i]);
+    } else if (a == "--burst") {
+      burst = std::atof(argv[++i]);
+    } else if (a == "--line-gbps") {
+      line_gbps = std::atof(argv[++i]);
     } else {
       return Usage("unknown flag " + a);
     }
@@ -67,6 +83,8 @@ int main(int argc, char** argv) {
   std::string error;
   if (!hybrid::ParseArgs(flags, &c, &error) || !hybrid::ValidateModel(c, &error)) return Usage(error);
   if (hosts < 1 || per_host < 1 || gbps <= 0) return Usage("--hosts, --ranks-per-host and --gbps must be > 0");
+  if (burst < 0) burst = std::max(gbps * 1e9 / 8 / 1000, 32768.0);
+  if (line_gbps < gbps) return Usage("--line-gbps must be at least --gbps");
   if (hosts * per_host != c.world_size()) {
     return Usage("hosts x ranks-per-host = " + std::to_string(hosts * per_host) + " but the model has " +
                  std::to_string(c.world_size()) + " ranks");
@@ -128,9 +146,17 @@ int main(int argc, char** argv) {
       busiest = "h" + std::to_string(h) + ".rx";
     }
   }
+  hybrid::SimResult ideal, shared;
+  hybrid::SimOptions sim{per_host, gbps, hybrid::WireOrder::kClassPriority, burst, line_gbps};
+  const bool simulated = hybrid::SimulateTraining(c, sim, &ideal, &error);
+  sim.order = hybrid::WireOrder::kShared;
+  if (!simulated || !hybrid::SimulateTraining(c, sim, &shared, &error)) {
+    std::fprintf(stderr, "e2e_bound: simulation: %s\n", error.c_str());
+    return 1;
+  }
   std::printf("BOUND {\"bound_ms\":%.3f,\"compute_ms\":%.3f,\"link_ms\":%.3f,\"busiest_link\":\"%s\","
-              "\"hosts\":%d,\"ranks_per_host\":%d,\"gbps\":%g}\n",
-              std::max(compute_us, link_us) / 1e3, compute_us / 1e3, link_us / 1e3, busiest.c_str(), hosts,
-              per_host, gbps);
+              "\"ideal_ms\":%.3f,\"shared_ms\":%.3f,\"hosts\":%d,\"ranks_per_host\":%d,\"gbps\":%g}\n",
+              std::max(compute_us, link_us) / 1e3, compute_us / 1e3, link_us / 1e3, busiest.c_str(),
+              ideal.median_ms, shared.median_ms, hosts, per_host, gbps);
   return 0;
 }

@@ -53,21 +53,26 @@ def load_results(path):
 
 
 def load_bounds(path):
-    bounds = {}
+    """bounds.tsv: preset, lower bound, simulated ideal ("nan" when absent)."""
+    bounds, ideals = {}, {}
     if os.path.exists(path):
         with open(path) as f:
             for line in f:
-                preset, _, value = line.strip().partition("\t")
-                try:
-                    bounds[preset] = float(value)
-                except ValueError:
-                    pass
-    return bounds
+                fields = line.rstrip("\n").split("\t")
+                for table, k in ((bounds, 1), (ideals, 2)):
+                    try:
+                        value = float(fields[k])
+                    except (IndexError, ValueError):
+                        continue
+                    if value == value:  # not nan
+                        table[fields[0]] = value
+    return bounds, ideals
 
 
-def plot_iterations(plt, runs, bounds, path):
+def plot_iterations(plt, runs, bounds, ideals, path):
     presets = list(runs)
-    modes = [m for m in MODE_ORDER if any(m in runs[p] for p in presets)]
+    seen = [m for p in presets for m in runs[p]]
+    modes = [m for m in MODE_ORDER if m in seen] + sorted({m for m in seen if m not in MODE_ORDER})
     fig, ax = plt.subplots(figsize=(2.2 + 2.0 * len(presets), 4.2))
     width = 0.8 / max(1, len(modes))
     colours = plt.get_cmap("tab10")
@@ -87,6 +92,9 @@ def plot_iterations(plt, runs, bounds, path):
         if preset in bounds:
             ax.hlines(bounds[preset], i - 0.45, i + 0.45, colors="black", linestyles="dashed",
                       label="lower bound" if i == 0 else None)
+        if preset in ideals:
+            ax.hlines(ideals[preset], i - 0.45, i + 0.45, colors="black", linestyles="dotted",
+                      label="simulated ideal" if i == 0 else None)
     ax.set_xticks(range(len(presets)))
     ax.set_xticklabels(presets)
     ax.set_ylabel("median iteration time (ms)")
@@ -257,7 +265,7 @@ def main():
     runs = load_results(results)
     if runs:
         path = os.path.join(args.out, "iterations.png")
-        plot_iterations(plt, runs, load_bounds(os.path.join(args.out, "bounds.tsv")), path)
+        plot_iterations(plt, runs, *load_bounds(os.path.join(args.out, "bounds.tsv")), path)
         print(path)
     for preset_dir in sorted(glob.glob(os.path.join(args.out, "traces", "*"))):
         mode_dirs = {os.path.basename(d): d for d in glob.glob(os.path.join(preset_dir, "*"))}

@@ -8,13 +8,17 @@
 #   bench/e2e/run_e2e.sh [--build DIR] [--preset P]... [--reps N] [--hosts H]
 #                        [--ranks-per-host R] [--rate RATE] [--mtu BYTES] [--modes LIST]
 #                        [--out DIR] [--loopback] [--no-prio] [--trace] [--env NAME=VALUE]...
-#                        [--report]
+#                        [--variant LABEL=MODE,NAME=VALUE[,NAME=VALUE]...]... [--report]
 #                        [-- extra hybrid_parallel flags]
 #
 # Modes (comma list, default off,fifo,priority,trirace):
 #   none      no shim loaded
 #   off       libtrirace.so preloaded, TRIRACE_MODE=off
 #   fifo | priority | trirace   TRIRACE_MODE=schedule TRIRACE_POLICY=<mode>
+#   LABEL     a --variant: MODE with extra variables for its ranks only, so
+#             that a setting is compared side by side, in the same
+#             repetitions, e.g. --variant trirace-nocp=trirace,TRIRACE_NET_CLASS_PRIORITY=off
+#             (a variant not named in --modes is appended to them)
 # Without libtrirace.so in DIR/lib only `none` can run (the others are
 # skipped with a message). Without root, or with --loopback, the ranks run on
 # loopback with launch.sh (no shaped links: no contention to schedule
@@ -47,6 +51,7 @@ root=$(cd "$here/../.." && pwd)
 build="$root/build" reps=3 hosts=4 per_host=2 rate=300mbit mtu=9000 modes=off,fifo,priority,trirace out="" loopback=0
 prio=1 report=0
 user_env=()
+variant_labels=() variant_base=() variant_envs=()
 trace=0
 presets=()
 extra=()
@@ -67,6 +72,19 @@ while [ $# -gt 0 ]; do
     --env)
       [[ ${2:-} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || { echo "run_e2e: --env '${2:-}': expected NAME=VALUE" >&2; exit 2; }
       user_env+=(--env "$2"); shift 2 ;;
+    --variant)
+      [[ ${2:-} =~ ^([a-z][a-z0-9-]*)=(none|off|fifo|priority|trirace)((,[A-Za-z_][A-Za-z0-9_]*=[^,]*)+)$ ]] || {
+        echo "run_e2e: --variant '${2:-}': expected LABEL=MODE,NAME=VALUE[,NAME=VALUE]... (LABEL: lower case," \
+          "digits, '-'; MODE: none, off, fifo, priority or trirace; values without commas)" >&2
+        exit 2
+      }
+      case ${BASH_REMATCH[1]} in
+        none | off | observe | fifo | priority | trirace)
+          echo "run_e2e: --variant '$2': the label must not be a mode's name" >&2; exit 2 ;;
+      esac
+      variant_labels+=("${BASH_REMATCH[1]}") variant_base+=("${BASH_REMATCH[2]}")
+      variant_envs+=("${BASH_REMATCH[3]#,}")
+      shift 2 ;;
     --trace) trace=1; shift ;;
     --) shift; extra=("$@"); break ;;
     -h | --help) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -86,13 +104,24 @@ for f in "$hybrid" "$plugin"; do
   [ -e "$f" ] || { echo "run_e2e: $f is missing: build the examples, plugin and hostccl modules" >&2; exit 1; }
 done
 IFS=, read -r -a mode_list <<<"$modes"
+# variant_index LABEL: the index of a --variant, or nothing.
+variant_index() {
+  local i
+  for i in "${!variant_labels[@]}"; do [ "${variant_labels[$i]}" = "$1" ] && echo "$i"; done
+}
+for l in "${variant_labels[@]}"; do
+  [[ ",$modes," == *",$l,"* ]] || mode_list+=("$l")
+done
 runnable=()
 for m in "${mode_list[@]}"; do
-  case $m in
+  base=$m
+  v=$(variant_index "$m")
+  [ -n "$v" ] && base=${variant_base[$v]}
+  case $base in
     none) runnable+=("$m") ;;
     off | fifo | priority | trirace)
       if [ -e "$shim" ]; then runnable+=("$m"); else echo "run_e2e: mode $m skipped: $shim not built" >&2; fi ;;
-    *) echo "run_e2e: --modes: '$m' is not one of none, off, fifo, priority, trirace" >&2; exit 2 ;;
+    *) echo "run_e2e: --modes: '$m' is not one of none, off, fifo, priority, trirace or a --variant" >&2; exit 2 ;;
   esac
 done
 [ ${#runnable[@]} -gt 0 ] || { echo "run_e2e: no mode can run" >&2; exit 1; }
@@ -141,12 +170,20 @@ gbps=$(awk -v r="$rate" 'BEGIN { n = r + 0; u = substr(r, length(n "") + 1);
 # CPU busy share between two /proc/stat samples, in percent.
 cpu_sample() { awk '/^cpu / { idle = $5 + $6; t = 0; for (i = 2; i <= NF; i++) t += $i; print t, idle }' /proc/stat; }
 
+# mode_env MODE [traced]: the variables of a mode or --variant, one per
+# line; a traced off runs as observe (records without gating).
 mode_env() {
+  local v
+  v=$(variant_index "$1")
+  if [ -n "$v" ]; then
+    mode_env "${variant_base[$v]}" "${2:-}"
+    tr , '\n' <<<"${variant_envs[$v]}"
+    return
+  fi
   case $1 in
     none) ;;
-    off) echo "LD_PRELOAD=$shim TRIRACE_MODE=off" ;;
-    observe) echo "LD_PRELOAD=$shim TRIRACE_MODE=observe" ;;
-    *) echo "LD_PRELOAD=$shim TRIRACE_MODE=schedule TRIRACE_POLICY=$1" ;;
+    off) printf '%s\n' "LD_PRELOAD=$shim" "TRIRACE_MODE=$([ -n "${2:-}" ] && echo observe || echo off)" ;;
+    *) printf '%s\n' "LD_PRELOAD=$shim" TRIRACE_MODE=schedule "TRIRACE_POLICY=$1" ;;
   esac
 }
 
@@ -155,9 +192,8 @@ mode_env() {
 # counted.
 run_one() {
   local preset=$1 rep=$2 mode=$3 tdir=${4:-} envs=() kv
-  local dir="$out/runs/$1-$2-$3${tdir:+-traced}" env_mode=$mode
-  [ -n "$tdir" ] && [ "$mode" = off ] && env_mode=observe
-  for kv in $(mode_env "$env_mode"); do envs+=(--env "$kv"); done
+  local dir="$out/runs/$1-$2-$3${tdir:+-traced}"
+  while IFS= read -r kv; do [ -n "$kv" ] && envs+=(--env "$kv"); done < <(mode_env "$mode" "${tdir:+traced}")
   envs+=("${user_env[@]}")
   if [ -n "$tdir" ]; then
     mkdir -p "$tdir"
@@ -213,8 +249,8 @@ done
 # ---- summary ---------------------------------------------------------------
 echo
 echo "results: $results"
-printf '%-14s %-9s %10s %8s %9s %10s %9s %5s %6s\n' preset mode median_ms spread off/mode bound_ms meas/bnd \
-  cpu% host%
+printf '%-14s %-9s %10s %8s %9s %10s %9s %10s %9s %5s %6s\n' preset mode median_ms spread off/mode bound_ms \
+  meas/bnd ideal_ms meas/idl cpu% host%
 : >"$out/bounds.tsv"
 # Loopback is not shaped: only the compute on the critical path bounds it.
 bound_key=bound_ms
@@ -223,14 +259,18 @@ if [ $loopback = 1 ]; then
   echo "(loopback: no shaped links, bound_ms is the compute on the critical path only)"
 fi
 for preset in "${presets[@]}"; do
-  bound="nan"
+  bound="nan" ideal="nan"
   if [ -x "$bound_bin" ]; then
-    bound=$("$bound_bin" --hosts "$hosts" --ranks-per-host "$per_host" --gbps "$gbps" -- --preset "$preset" \
-      "${extra[@]}" | sed -n "s/.*\"$bound_key\":\\([0-9.]*\\).*/\\1/p")
-    echo -e "$preset\t$bound" >>"$out/bounds.tsv"
+    bline=$("$bound_bin" --hosts "$hosts" --ranks-per-host "$per_host" --gbps "$gbps" -- --preset "$preset" \
+      "${extra[@]}")
+    bound=$(sed -n "s/.*\"$bound_key\":\\([0-9.]*\\).*/\\1/p" <<<"$bline")
+    # The simulated loop on ideal links needs the shaped links it models.
+    [ $loopback = 1 ] || ideal=$(sed -n 's/.*"ideal_ms":\([0-9.]*\).*/\1/p' <<<"$bline")
+    echo -e "$preset\t$bound\t$ideal" >>"$out/bounds.tsv"
   fi
   ref=$("$hybrid" --preset "$preset" "${extra[@]}" --reference | sed -n 's/.*"checksum":"\([0-9a-f]*\)".*/\1/p')
-  awk -F'\t' -v preset="$preset" -v bound="${bound:-nan}" -v ref="$ref" -v modes="${runnable[*]}" '
+  awk -F'\t' -v preset="$preset" -v bound="${bound:-nan}" -v ideal="${ideal:-nan}" -v ref="$ref" \
+    -v modes="${runnable[*]}" '
     function median(a, n,   i, j, t) {
       for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
       return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
@@ -248,16 +288,18 @@ for preset in "${presets[@]}"; do
         rc = 0; for (r in reps) if (((ml[1], r) in by_rep) && ((m, r) in by_rep)) q[++rc] = by_rep[ml[1], r] / by_rep[m, r]
         ratio = rc ? sprintf("%.3fx", median(q, rc)) : "-"
         mb = (bound == "nan" || bound == 0) ? "-" : sprintf("%.2f", med / bound)
+        mi = (ideal == "nan" || ideal == 0) ? "-" : sprintf("%.2f", med / ideal)
         for (i = 1; i <= c; i++) { y[i] = cpu[m, i] + 0; z[i] = host[m, i] + 0 }
-        printf "%-14s %-9s %10.2f %7.1f%% %9s %10s %9s %4.0f%% %5.0f%%\n", preset, m, med, 100 * (hi - lo) / med,
-          ratio, bound, mb, median(y, c), median(z, c)
+        printf "%-14s %-9s %10.2f %7.1f%% %9s %10s %9s %10s %9s %4.0f%% %5.0f%%\n", preset, m, med,
+          100 * (hi - lo) / med, ratio, bound, mb, ideal, mi, median(y, c), median(z, c)
       }
       printf "%-14s checksum: %s\n", preset, ok == 0 ? "no successful run" : bad == "" ? "every run = reference " ref : "MISMATCH in" bad
     }' "$results"
 done
 echo "(spread = (max - min) / median over the repetitions; off/mode = median over repetitions of the" \
-  "first mode's time / this mode's, run side by side; cpu% = the ranks' share of the machine's cores," \
-  "host% = the whole machine's, medians)"
+  "first mode's time / this mode's, run side by side; bound_ms = max(compute, busiest link's bytes / rate);" \
+  "ideal_ms = the training loop simulated on ideal links with P2P ahead of DENSE (e2e_bound);" \
+  "cpu% = the ranks' share of the machine's cores, host% = the whole machine's, medians)"
 if [ $trace = 1 ]; then
   echo "traces: $out/traces/<preset>/<mode>/trace.<rank>.json (open in ui.perfetto.dev)"
   # The Debian python3 first: python3-matplotlib is installed for it, and

@@ -157,13 +157,17 @@ TEST(TestbedE2E, OneShortRepetitionOfContention) {
   const std::string out = testing_support::MakeTempDir("testbed-e2e");
   auto r = testing_support::RunProcess(
       {E2E_DRIVER, "--build", BUILD_DIR, "--out", out, "--preset", "contention", "--reps", "1", "--modes",
-       "none,off,trirace", "--", "--iterations", "3", "--warmup", "1", "--micro-batches", "4"},
+       "none,off,trirace", "--variant", "trirace-nocp=trirace,TRIRACE_NET_CLASS_PRIORITY=off", "--",
+       "--iterations", "3", "--warmup", "1", "--micro-batches", "4"},
       {}, {}, 170000);
   std::filesystem::remove_all(out);
   ASSERT_FALSE(r.timed_out);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("contention     checksum: every run = reference")) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("meas/bnd"));
+  EXPECT_THAT(r.out, HasSubstr("meas/idl"));
+  // A --variant runs in every repetition beside the modes, under its label.
+  EXPECT_THAT(r.out, HasSubstr("contention     trirace-nocp"));
 }
 #endif
 

@@ -1,0 +1,70 @@
+// A simulation of the training loop on ideal links: how long an iteration
+// of examples/hybrid_parallel takes when the network does exactly what a
+// wire scheduler asks of it, and nothing costs but compute and bytes.
+//
+// It issues, per rank, the same stream program as trainer.cc (compute,
+// stream waits and records, P2P groups, DDP bucket all-reduces, the
+// embedding stage's AllGather / AlltoAll, the 2BW weight-version wait and
+// the 1F1B flush, the host's look-ahead wait) and runs it with:
+//   - compute taking exactly its emulated time;
+//   - every transfer between hosts a fluid flow over the sender's uplink
+//     and the receiver's downlink, each direction at `gbps` (with an
+//     optional token bucket's burst), shared by progressive filling
+//     (max-min fair); no latency, no headers, no loss;
+//   - transfers within a host taking no time;
+//   - a transfer starting when both ends have posted it (P2P: the send and
+//     the matching receive at their streams' heads; collectives: every
+//     member at its stream's head); a ring collective as one flow per
+//     member to its successor carrying its ring bytes.
+// With WireOrder::kClassPriority the links serve P2P, then SPARSE, then
+// DENSE (strict priority, what TriRace's class priority aims at, with DENSE
+// filling every byte P2P leaves); with kShared all flows share alike (no
+// classes; a fair stand-in for no scheduling, kinder than TCP's FIFO
+// queues, which let a message wait behind a backlog).
+//
+// So `kClassPriority` is what TriRace's strategy can reach at best on this
+// loop: a measured trirace time near it has nothing left for the wire to
+// win, and off / it is the most any such scheduler can show.
+//
+// Pure C++ (no NCCL). Thread-compatible.
+#ifndef EXAMPLES_HYBRID_PARALLEL_SIMULATE_H_
+#define EXAMPLES_HYBRID_PARALLEL_SIMULATE_H_
+
+#include <string>
+#include <vector>
+
+#include "config.h"
+
+namespace hybrid {
+
+enum class WireOrder {
+  kClassPriority,  // P2P before SPARSE before DENSE on every link
+  kShared,         // one class: every flow shares alike
+};
+
+struct SimOptions {
+  int ranks_per_host = 1;  // rank r runs on host r / ranks_per_host
+  double gbps = 1;         // each direction of each host's link
+  WireOrder order = WireOrder::kClassPriority;
+  // A token bucket per link direction, as tc's tbf shapes a test bed's
+  // links: up to burst_bytes go at line_gbps after an idle spell, then
+  // gbps. 0 = no bucket (burst_bytes below a 9000-byte frame is none).
+  double burst_bytes = 0;
+  double line_gbps = 10;
+};
+
+struct SimResult {
+  // Per iteration, the slowest rank's time (as the example reports it).
+  std::vector<double> iteration_ms;
+  // Median over the iterations after c.warmup.
+  double median_ms = 0;
+};
+
+// Simulates c (model flags; the process identity is ignored). False with
+// *error naming the problem for a bad config or options.
+bool SimulateTraining(const Config& c, const SimOptions& options, SimResult* result,
+                      std::string* error);
+
+}  // namespace hybrid
+
+#endif  // EXAMPLES_HYBRID_PARALLEL_SIMULATE_H_
