@@ -76,9 +76,10 @@ class Engine {
   bool Start(int id) {
     Op& op = ops_[size_t(id)];
     if (op.host_gate != kNone && !ops_[size_t(op.host_gate)].done) return false;
+    if (op.kind == Kind::kWait && op.wait_for != kNone && !ops_[size_t(op.wait_for)].done) return false;
+    op.started = true;  // before posting: a transfer within a host finishes at once
     switch (op.kind) {
       case Kind::kWait:
-        if (op.wait_for != kNone && !ops_[size_t(op.wait_for)].done) return false;
         op.done = true;
         break;
       case Kind::kMark:
@@ -91,12 +92,10 @@ class Engine {
         if (!op.done) running_.push_back(id);
         break;
       case Kind::kComm:
-        op.started = true;
-        for (int t : op.posts) Post(t);  // may finish transfers within a host at once
+        for (int t : op.posts) Post(t);
         op.done = op.pending == 0;
         break;
     }
-    op.started = true;
     return true;
   }
 
@@ -104,15 +103,11 @@ class Engine {
     Transfer& tr = transfers_[size_t(t)];
     if (++tr.posted < int(tr.gates.size())) return;
     if (tr.src_host == tr.dst_host || tr.left <= 0) return Finish(t);  // within a host: no wire
-    tr.active = true;
     active_.push_back(t);
   }
 
   void Finish(int t) {
-    Transfer& tr = transfers_[size_t(t)];
-    tr.done = true;
-    tr.active = false;
-    for (int id : tr.owners) {
+    for (int id : transfers_[size_t(t)].owners) {
       if (--ops_[size_t(id)].pending == 0 && ops_[size_t(id)].started) ops_[size_t(id)].done = true;
     }
   }
@@ -244,7 +239,6 @@ class Engine {
   double now_ = 0;
   std::vector<std::vector<double>> stamps_;  // [rank][iteration stamp]
 };
-
 
 }  // namespace
 

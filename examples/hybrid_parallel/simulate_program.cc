@@ -22,7 +22,12 @@ struct CollCall {
 // Builds every rank's stream program the way trainer.cc enqueues it.
 class Builder {
  public:
-  Builder(const Config& c, int per_host) : c_(c), per_host_(per_host) {}
+  Builder(const Config& c, int per_host) : c_(c), per_host_(per_host), buckets_(Buckets(c)) {
+    bucket_of_layer_.assign(size_t(c.layers), 0);
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      for (int l : buckets_[b].layers) bucket_of_layer_[size_t(l)] = int(b);
+    }
+  }
 
   bool Build(Program* out, std::string* error) {
     for (int st = 0; st < c_.total_stages(); ++st) {
@@ -74,11 +79,10 @@ class Builder {
   // One NCCL group of P2P calls with pipeline neighbours (+1 / -1 stages).
   void P2PGroup(std::initializer_list<std::pair<bool, int>> calls) {
     const int op = Comm(kCompute);
-    const double bytes = double(c_.act_elems()) * 4;
     for (auto [send, peer_stage] : calls) {
       const int peer = RankOf(c_, peer_stage, replica_);
       if (send) {
-        sends_[{rank_, peer}].push_back({op, bytes});
+        sends_[{rank_, peer}].push_back(op);
       } else {
         recvs_[{peer, rank_}].push_back(op);
       }
@@ -102,11 +106,6 @@ class Builder {
     host_gate_ = kNone;
     embedding_ = IsEmbeddingStage(c_, stage);
     last_ = IsLastStage(c_, stage);
-    buckets_ = Buckets(c_);
-    bucket_of_layer_.assign(size_t(c_.layers), 0);
-    for (size_t b = 0; b < buckets_.size(); ++b) {
-      for (int l : buckets_[b].layers) bucket_of_layer_[size_t(l)] = int(b);
-    }
     for (const Action& a : StageSchedule(c_, stage)) Do(a);
   }
 
@@ -222,6 +221,7 @@ class Builder {
   // they flow to the receiver's socket buffer before it posts its receive;
   // so the send alone starts the flow and only the receive waits for it.
   bool MatchP2P(std::string* error) {
+    const double bytes = double(c_.act_elems()) * 4;  // every P2P message is one activation
     for (auto& [key, sends] : sends_) {
       const std::vector<int>& recvs = recvs_[key];
       if (recvs.size() != sends.size()) {
@@ -231,7 +231,7 @@ class Builder {
         return false;
       }
       for (size_t k = 0; k < sends.size(); ++k) {
-        NewTransfer(key.first, key.second, sends[k].second, Cls::kP2P, {sends[k].first}, {recvs[k]});
+        NewTransfer(key.first, key.second, bytes, Cls::kP2P, {sends[k]}, {recvs[k]});
       }
     }
     return true;
@@ -282,14 +282,15 @@ class Builder {
   std::vector<Op> ops_;
   std::vector<Transfer> transfers_;
   std::vector<std::vector<int>> streams_;
-  std::map<std::pair<int, int>, std::vector<std::pair<int, double>>> sends_;  // (from, to) -> (op, bytes)
-  std::map<std::pair<int, int>, std::vector<int>> recvs_;                      // (from, to) -> op
-  std::map<int, std::vector<std::vector<CollCall>>> colls_;                    // stage -> replica -> calls
+  // Every dense stage has the same DDP buckets.
+  const std::vector<Bucket> buckets_;
+  std::vector<int> bucket_of_layer_;
+  std::map<std::pair<int, int>, std::vector<int>> sends_;    // (from, to) -> ops
+  std::map<std::pair<int, int>, std::vector<int>> recvs_;    // (from, to) -> ops
+  std::map<int, std::vector<std::vector<CollCall>>> colls_;  // stage -> replica -> calls
   // The rank being built.
   int stage_ = 0, replica_ = 0, rank_ = 0, host_gate_ = kNone;
   bool embedding_ = false, last_ = false;
-  std::vector<Bucket> buckets_;
-  std::vector<int> bucket_of_layer_;
   std::map<std::pair<int, int>, int> events_;
 };
 

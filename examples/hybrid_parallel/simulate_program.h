@@ -50,9 +50,8 @@ struct Transfer {
   std::vector<int> gates;   // ops that must have posted it before it moves
   std::vector<int> owners;  // ops that wait for it
   // Run state, kept by the engine.
-  int posted = 0;
-  bool active = false, done = false;
-  double rate = 0;  // bytes per us
+  int posted = 0;   // gates that have posted it
+  double rate = 0;  // bytes per us, while it moves
 };
 
 struct Program {
