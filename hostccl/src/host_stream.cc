@@ -1,5 +1,7 @@
 #include "hostccl/src/host_stream.h"
 
+#include <sys/prctl.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -19,6 +21,23 @@ uint64_t HostStream::Enqueue(Task task) {
   ++enqueued_;
   if (!worker_started_) StartWorkerLocked();
   return enqueued_;
+}
+
+uint64_t HostStream::EnqueueCompute(std::chrono::microseconds duration) {
+  // The worker owns a reference to the stream while it runs tasks.
+  return Enqueue([this, enqueued = Clock::now(), duration] { RunCompute(enqueued, duration); });
+}
+
+void HostStream::RunCompute(Clock::time_point enqueued, std::chrono::microseconds duration) {
+  Clock::time_point end = std::max(enqueued, last_end_) + duration;
+  // This sleep is the emulated kernel's duration: keep the kernel's timer
+  // slack (50 us by default) out of it, but not out of the polling sleeps
+  // elsewhere on this thread, which would then wake far more often.
+  int slack = prctl(PR_GET_TIMERSLACK, 0UL, 0UL, 0UL, 0UL);
+  (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  std::this_thread::sleep_until(end);
+  if (slack > 0) (void)prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(slack), 0UL, 0UL, 0UL);
+  clock_end_ = end;
 }
 
 uint64_t HostStream::LastTicket() const {
@@ -60,7 +79,9 @@ void HostStream::RunWorker() {
       task = std::move(queue_.front());
       queue_.pop_front();
     }
+    clock_end_.reset();
     std::move(task)();
+    last_end_ = clock_end_.value_or(Clock::now());
     absl::MutexLock lock(&mu_);
     ++completed_;
   }

@@ -13,13 +13,21 @@
 // once as well), so no thread ever waits for a stream that is blocked on a
 // closed gate.
 //
+// Emulated compute (EnqueueCompute) keeps a device clock, as a GPU runs
+// kernels: a compute task starts when it was enqueued or when the task before
+// it ended, whichever is later, not when the worker thread happens to wake.
+// So sleep overshoot and hand-off latency do not add up along a chain of
+// kernels; a compute whose clock end has already passed returns at once.
+//
 // Thread safety: every member is thread-safe.
 #ifndef TRIRACE_HOSTCCL_SRC_HOST_STREAM_H_
 #define TRIRACE_HOSTCCL_SRC_HOST_STREAM_H_
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
@@ -40,6 +48,9 @@ class HostStream : public std::enable_shared_from_this<HostStream> {
   // Appends a task; returns its ticket. Tasks enqueued after Close() are
   // dropped (ticket 0).
   uint64_t Enqueue(Task task);
+  // Appends emulated compute of `duration` (see the device clock above);
+  // returns its ticket like Enqueue.
+  uint64_t EnqueueCompute(std::chrono::microseconds duration);
   // The ticket of the last task enqueued so far (0 when none).
   uint64_t LastTicket() const;
   // True once every task up to `ticket` has run.
@@ -50,8 +61,12 @@ class HostStream : public std::enable_shared_from_this<HostStream> {
   void Close();
 
  private:
+  using Clock = std::chrono::steady_clock;
+
   void StartWorkerLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunWorker();
+  // Runs on the worker: sleeps to the compute's clock end.
+  void RunCompute(Clock::time_point enqueued, std::chrono::microseconds duration);
 
   mutable absl::Mutex mu_;
   std::deque<Task> queue_ ABSL_GUARDED_BY(mu_);
@@ -59,6 +74,9 @@ class HostStream : public std::enable_shared_from_this<HostStream> {
   uint64_t completed_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool worker_started_ ABSL_GUARDED_BY(mu_) = false;
+  // The device clock; touched by the worker thread only.
+  Clock::time_point last_end_;                  // when the previous task ended
+  std::optional<Clock::time_point> clock_end_;  // set by a compute task
 };
 
 // A recorded point on a stream. An event never recorded has no stream and

@@ -1,6 +1,5 @@
 // The exported host stream API (hostccl/stream.h).
 #include <chrono>
-#include <thread>
 
 #include "absl/status/status.h"
 #include "hostccl/stream.h"
@@ -93,11 +92,7 @@ TRIRACE_EXPORT ncclResult_t hostcclLaunchHostFunc(cudaStream_t stream, void (*fn
 TRIRACE_EXPORT ncclResult_t hostcclStreamCompute(cudaStream_t stream, uint64_t microseconds) {
   absl::StatusOr<std::shared_ptr<HostStream>> s = LookupStream(stream, "stream");
   if (!s.ok()) return ApiResult("hostcclStreamCompute", s.status());
-  (*s)->Enqueue([microseconds] {
-    // Sleep to an absolute deadline so the busy time does not drift.
-    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(microseconds);
-    std::this_thread::sleep_until(until);
-  });
+  (*s)->EnqueueCompute(std::chrono::microseconds(microseconds));
   return ncclSuccess;
 }
 

@@ -1,6 +1,7 @@
 // The host stream API (hostccl/stream.h): ordering, concurrency, events,
 // gates, queries and handle checks.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <thread>
@@ -123,6 +124,41 @@ TEST(HostcclStream, EventsOrderWorkAcrossStreams) {
   EXPECT_EQ(hostcclEventDestroy(e), ncclSuccess);
   hostcclStreamDestroy(a);
   hostcclStreamDestroy(b);
+}
+
+double MsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void Sleep30Ms(void*) { std::this_thread::sleep_for(std::chrono::milliseconds(30)); }
+
+TEST(HostcclStream, ComputeStartsWhenTheWorkBeforeItEnds) {
+  // Enqueued at once, the compute still waits for the host function ahead
+  // of it: its device clock starts at the later of the two.
+  cudaStream_t s;
+  ASSERT_EQ(hostcclStreamCreate(&s), ncclSuccess);
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(hostcclLaunchHostFunc(s, Sleep30Ms, nullptr), ncclSuccess);
+  ASSERT_EQ(hostcclStreamCompute(s, 20000), ncclSuccess);
+  ASSERT_EQ(hostcclStreamSynchronize(s), ncclSuccess);
+  EXPECT_GE(MsSince(t0), 50.0);
+  hostcclStreamDestroy(s);
+}
+
+TEST(HostcclStream, BackToBackComputeKeepsTheDeviceClock) {
+  // 2000 kernels of 10 us are 20 ms of device time. Sleeping each from the
+  // moment the worker wakes would add every wake-up's overshoot (tens of us
+  // each, 100+ ms in all); on the device clock a late wake-up is made up by
+  // the kernels after it. The bound leaves 50 ms for a loaded machine.
+  cudaStream_t s;
+  ASSERT_EQ(hostcclStreamCreate(&s), ncclSuccess);
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 2000; ++i) ASSERT_EQ(hostcclStreamCompute(s, 10), ncclSuccess);
+  ASSERT_EQ(hostcclStreamSynchronize(s), ncclSuccess);
+  double ms = MsSince(t0);
+  EXPECT_GE(ms, 20.0);
+  EXPECT_LT(ms, 70.0);
+  hostcclStreamDestroy(s);
 }
 
 TEST(HostcclStream, DefaultStreamIsNull) {

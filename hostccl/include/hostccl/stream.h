@@ -88,7 +88,10 @@ ncclResult_t hostcclStreamWaitEvent(cudaStream_t stream, cudaEvent_t event);
 ncclResult_t hostcclLaunchHostFunc(cudaStream_t stream, void (*fn)(void*), void* user_data);
 
 /* Emulated compute: the stream is busy for `microseconds` (the worker
- * sleeps, it does not burn a CPU), like a kernel of that duration. */
+ * sleeps, it does not burn a CPU), like a kernel of that duration. As on a
+ * GPU, it starts when it is enqueued or when the work before it on the
+ * stream ends, whichever is later, so the worker's wake-up latency does not
+ * add up along back-to-back kernels. */
 ncclResult_t hostcclStreamCompute(cudaStream_t stream, uint64_t microseconds);
 
 /* Gate: work enqueued on `stream` after this call waits until
