@@ -13,13 +13,16 @@
 //   fill and drain of (stages - 1) micro-batches (the flush), taking the
 //   slowest stage's per-micro-batch time for those.
 // link: every host uplink carries, per direction, the payload of the
-//   transfers between ranks on different hosts: P2P activations and their
+//   transfers between ranks on different hosts, as the simulation lays them
+//   out (hybrid::LinkBytesPerIteration): P2P activations and their
 //   gradients between neighbouring stages; ring all-reduce (each rank sends
 //   2(D-1)/D of its gradients to its successor in replica order, as
 //   hostccl's ring does); the embedding stage's ring AllGather of ids and
 //   AlltoAll of rows (forward) and gradient rows (backward). The bound is the
-//   busiest direction's bytes / rate. Headers and the plugin's framing are
-//   left out, so it stays a lower bound.
+//   busiest direction's bytes / rate. Headers, the plugin's framing and the
+//   token bucket's burst are left out, so it is a bound on the sustained
+//   rate (the ideal, with the burst, can come in a little under it on small
+//   configurations).
 // bound = max(compute, link): no schedule can beat either.
 //
 // ideal / shared: the training loop itself simulated on ideal links
@@ -90,8 +93,7 @@ int main(int argc, char** argv) {
                  std::to_string(c.world_size()) + " ranks");
   }
 
-  const int S = c.total_stages(), D = c.replicas, M = c.micro_batches;
-  auto host_of = [&](int stage, int replica) { return hybrid::RankOf(c, stage, replica) / per_host; };
+  const int S = c.total_stages(), M = c.micro_batches;
 
   // Compute on the critical path.
   double slowest_mb_us = 0, total_stage_us = 0;
@@ -104,35 +106,11 @@ int main(int argc, char** argv) {
   double compute_us = total_stage_us;
   if (c.schedule == hybrid::Schedule::k1F1B) compute_us += (S - 1) * slowest_mb_us;
 
-  // Bytes per host and direction.
-  std::vector<double> tx(hosts, 0), rx(hosts, 0);
-  auto flow = [&](int from, int to, double bytes) {
-    if (from == to) return;  // stays on the host's loopback
-    tx[from] += bytes;
-    rx[to] += bytes;
-  };
-  const double act = double(c.act_elems()) * 4;
-  for (int d = 0; d < D; ++d) {
-    for (int s = 0; s + 1 < S; ++s) {
-      flow(host_of(s, d), host_of(s + 1, d), act * M);  // activations
-      flow(host_of(s + 1, d), host_of(s, d), act * M);  // their gradients
-    }
-  }
-  for (int s = 0; s < S && D > 1; ++s) {
-    for (int d = 0; d < D; ++d) {
-      const int next = host_of(s, (d + 1) % D), here = host_of(s, d);
-      if (hybrid::IsEmbeddingStage(c, s)) {
-        const double ids = double(D - 1) * c.sparse_indices * 4;  // ring all-gather
-        flow(here, next, ids * M);
-        for (int p = 0; p < D; ++p) {
-          if (p != d) flow(here, host_of(s, p), 2.0 * double(c.sparse_elems()) * 4 * M);  // fwd + bwd
-        }
-      } else {
-        const double grads = double(c.layers) * double(c.grad_elems()) * 4;
-        flow(here, next, 2.0 * (D - 1) / D * grads);
-      }
-    }
-  }
+  // Bytes per host and direction: the simulation's own transfers.
+  hybrid::LinkBytes bytes;
+  if (!hybrid::LinkBytesPerIteration(c, per_host, &bytes, &error)) return Usage(error);
+  const std::vector<double>& tx = bytes.tx;
+  const std::vector<double>& rx = bytes.rx;
   const double bytes_per_us = gbps * 1e9 / 8 / 1e6;
   double link_us = 0;
   std::string busiest = "none";

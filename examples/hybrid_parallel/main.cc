@@ -24,6 +24,7 @@
 #include "config.h"
 #include "data_model.h"
 #include "device.h"
+#include "median.h"
 #include "model.h"
 #include "reference.h"
 #include "rendezvous.h"
@@ -93,12 +94,6 @@ struct CpuUse {
   double cpu_s = 0;
   double wall_s = 0;
 };
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // Gathers every rank's hash and the slowest rank's time per iteration; rank
 // 0 prints the RESULT line.

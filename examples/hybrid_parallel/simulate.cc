@@ -4,6 +4,7 @@
 #include <limits>
 #include <utility>
 
+#include "median.h"
 #include "simulate_program.h"
 
 namespace hybrid {
@@ -240,15 +241,20 @@ class Engine {
   std::vector<std::vector<double>> stamps_;  // [rank][iteration stamp]
 };
 
-}  // namespace
-
-bool SimulateTraining(const Config& c, const SimOptions& o, SimResult* result, std::string* error) {
+bool CheckPlacement(const Config& c, int ranks_per_host, std::string* error) {
   if (!ValidateModel(c, error)) return false;
-  if (o.ranks_per_host < 1 || c.world_size() % o.ranks_per_host != 0) {
-    *error = "ranks per host " + std::to_string(o.ranks_per_host) + " must be >= 1 and divide the " +
+  if (ranks_per_host < 1 || c.world_size() % ranks_per_host != 0) {
+    *error = "ranks per host " + std::to_string(ranks_per_host) + " must be >= 1 and divide the " +
              std::to_string(c.world_size()) + " ranks";
     return false;
   }
+  return true;
+}
+
+}  // namespace
+
+bool SimulateTraining(const Config& c, const SimOptions& o, SimResult* result, std::string* error) {
+  if (!CheckPlacement(c, o.ranks_per_host, error)) return false;
   if (!(o.gbps > 0)) {
     *error = "link rate " + std::to_string(o.gbps) + " Gbit/s must be > 0";
     return false;
@@ -265,10 +271,24 @@ bool SimulateTraining(const Config& c, const SimOptions& o, SimResult* result, s
       result->iteration_ms[size_t(it)] = std::max(result->iteration_ms[size_t(it)], ms);
     }
   }
-  std::vector<double> timed(result->iteration_ms.begin() + c.warmup, result->iteration_ms.end());
-  std::sort(timed.begin(), timed.end());
-  const size_t n = timed.size();
-  result->median_ms = n == 0 ? 0 : n % 2 ? timed[n / 2] : (timed[n / 2 - 1] + timed[n / 2]) / 2;
+  result->median_ms = Median({result->iteration_ms.begin() + c.warmup, result->iteration_ms.end()});
+  return true;
+}
+
+bool LinkBytesPerIteration(const Config& c, int ranks_per_host, LinkBytes* out, std::string* error) {
+  if (!CheckPlacement(c, ranks_per_host, error)) return false;
+  Program program;
+  if (!sim::BuildProgram(c, ranks_per_host, &program, error)) return false;
+  const int hosts = c.world_size() / ranks_per_host;
+  out->tx.assign(size_t(hosts), 0);
+  out->rx.assign(size_t(hosts), 0);
+  // Every iteration issues the same calls, so the program's total over its
+  // iterations divides evenly.
+  for (const sim::Transfer& t : program.transfers) {
+    if (t.src_host == t.dst_host) continue;
+    out->tx[size_t(t.src_host)] += t.left / c.iterations;
+    out->rx[size_t(t.dst_host)] += t.left / c.iterations;
+  }
   return true;
 }
 

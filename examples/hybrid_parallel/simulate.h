@@ -65,6 +65,18 @@ struct SimResult {
 bool SimulateTraining(const Config& c, const SimOptions& options, SimResult* result,
                       std::string* error);
 
+// The bytes one iteration puts on each host's link, per direction, summed
+// from the transfers of the same stream program the simulation runs (P2P
+// activations and gradients, ring all-reduce 2(D-1)/D of a bucket per rank,
+// ring AllGather, AlltoAll per peer; payload only, no headers). Traffic
+// between ranks of one host stays off the links. Index = host, rank r on
+// host r / ranks_per_host. False with *error like SimulateTraining.
+struct LinkBytes {
+  std::vector<double> tx;  // bytes each host sends
+  std::vector<double> rx;  // bytes each host receives
+};
+bool LinkBytesPerIteration(const Config& c, int ranks_per_host, LinkBytes* out, std::string* error);
+
 }  // namespace hybrid
 
 #endif  // EXAMPLES_HYBRID_PARALLEL_SIMULATE_H_

@@ -107,6 +107,42 @@ TEST(HybridSimulate, ClassPriorityHelpsWhereDenseAndP2PShareALinkAndNowhereElse)
   }
 }
 
+TEST(HybridSimulate, LinkBytesCountWhatCrossesBetweenHosts) {
+  // An embedding stage and two dense stages, two replicas, one replica per
+  // host (pp-inner): the pipeline's P2P stays inside a host and every
+  // collective crosses. Per iteration a rank sends its peer: the ids
+  // AllGather (D - 1) x 256 ids x 4 bytes x M, the AlltoAll of 8 KiB rows
+  // forward and backward, 2 x 8192 x M, and per dense stage the ring
+  // all-reduce 2(D - 1)/D x 125 KiB.
+  Config c = Small(2, 2, Schedule::k1F1B);
+  c.embedding = true;
+  c.order = Order::kPpInner;
+  c.sparse_kb = 8;
+  c.sparse_indices = 256;
+  const double per_host = 4 * 256 * 4 + 2 * 8192 * 4 + 2 * 128000;
+  LinkBytes bytes;
+  std::string error;
+  ASSERT_TRUE(LinkBytesPerIteration(c, 3, &bytes, &error)) << error;
+  EXPECT_THAT(bytes.tx, ::testing::ElementsAre(DoubleNear(per_host, 1e-6), DoubleNear(per_host, 1e-6)));
+  EXPECT_THAT(bytes.rx, ::testing::ElementsAre(DoubleNear(per_host, 1e-6), DoubleNear(per_host, 1e-6)));
+
+  // One stage per host (dp-inner): only the activations and their gradients
+  // cross, M x 125 KiB per replica and direction; stage 0's host receives
+  // the gradients, stage 2's sends them.
+  c.order = Order::kDpInner;
+  ASSERT_TRUE(LinkBytesPerIteration(c, 2, &bytes, &error)) << error;
+  const double p2p = 2 * 4 * 128000;
+  EXPECT_THAT(bytes.tx, ::testing::ElementsAre(DoubleNear(p2p, 1e-6), DoubleNear(2 * p2p, 1e-6),
+                                               DoubleNear(p2p, 1e-6)));
+  EXPECT_EQ(bytes.rx, bytes.tx);
+
+  // Everything on one host: nothing on the wire.
+  ASSERT_TRUE(LinkBytesPerIteration(c, 6, &bytes, &error)) << error;
+  EXPECT_THAT(bytes.tx, ::testing::ElementsAre(0.0));
+  EXPECT_FALSE(LinkBytesPerIteration(c, 4, &bytes, &error));
+  EXPECT_THAT(error, HasSubstr("ranks per host 4"));
+}
+
 TEST(HybridSimulate, BadOptionsAreNamed) {
   const Config c = Small(2, 1, Schedule::k1F1B);
   SimResult r;
