@@ -9,28 +9,33 @@ function(trirace_require found what debian_package)
   endif()
 endfunction()
 
-# CUDA toolkit: headers only (nccl.h includes cuda_runtime.h). Nothing links
-# libcudart or libcuda; the CUDA backend loads libcuda.so.1 with dlopen.
-find_package(CUDAToolkit QUIET)
-if(NOT CUDAToolkit_FOUND)
-  # Without nvcc, FindCUDAToolkit may miss a headers-only install.
-  find_path(_trirace_cuda_include cuda_runtime.h
-            HINTS ENV CUDA_HOME ENV CUDA_PATH PATH_SUFFIXES include)
-  if(_trirace_cuda_include)
-    set(CUDAToolkit_FOUND TRUE)
-    set(CUDAToolkit_INCLUDE_DIRS "${_trirace_cuda_include}")
+# CUDA toolkit and NCCL: headers only (nccl.h includes cuda_runtime.h), and
+# only for the modules that speak NCCL's API (TRIRACE_NEEDS_NCCL). Nothing
+# links libcudart or libcuda; the CUDA backend loads libcuda.so.1 with dlopen.
+if(TRIRACE_NEEDS_NCCL)
+  find_package(CUDAToolkit QUIET)
+  if(NOT CUDAToolkit_FOUND)
+    # Without nvcc, FindCUDAToolkit may miss a headers-only install.
+    find_path(_trirace_cuda_include cuda_runtime.h
+              HINTS ENV CUDA_HOME ENV CUDA_PATH PATH_SUFFIXES include)
+    if(_trirace_cuda_include)
+      set(CUDAToolkit_FOUND TRUE)
+      set(CUDAToolkit_INCLUDE_DIRS "${_trirace_cuda_include}")
+    endif()
   endif()
-endif()
-trirace_require(CUDAToolkit_FOUND "the CUDA toolkit headers (cuda_runtime.h)" "nvidia-cuda-toolkit-headers")
-add_library(trirace_cuda_headers INTERFACE)
-target_include_directories(trirace_cuda_headers SYSTEM INTERFACE ${CUDAToolkit_INCLUDE_DIRS})
-message(STATUS "TriRace: CUDA headers in ${CUDAToolkit_INCLUDE_DIRS}")
+  trirace_require(CUDAToolkit_FOUND "the CUDA toolkit headers (cuda_runtime.h)" "nvidia-cuda-toolkit-headers")
+  add_library(trirace_cuda_headers INTERFACE)
+  target_include_directories(trirace_cuda_headers SYSTEM INTERFACE ${CUDAToolkit_INCLUDE_DIRS})
+  message(STATUS "TriRace: CUDA headers in ${CUDAToolkit_INCLUDE_DIRS}")
 
-find_package(NCCL)
-trirace_require(NCCL_FOUND "the NCCL headers (nccl.h)" "libnccl-dev")
-target_link_libraries(trirace_cuda_headers INTERFACE NCCL::headers)
-message(STATUS "TriRace: NCCL ${NCCL_VERSION} headers in ${NCCL_INCLUDE_DIR}; "
-               "real library for tests: ${NCCL_LIBRARY}")
+  find_package(NCCL)
+  trirace_require(NCCL_FOUND "the NCCL headers (nccl.h)" "libnccl-dev")
+  target_link_libraries(trirace_cuda_headers INTERFACE NCCL::headers)
+  message(STATUS "TriRace: NCCL ${NCCL_VERSION} headers in ${NCCL_INCLUDE_DIR}; "
+                 "real library for tests: ${NCCL_LIBRARY}")
+else()
+  message(STATUS "TriRace: no module of this build speaks NCCL: CUDA and NCCL headers not needed")
+endif()
 
 find_package(absl CONFIG QUIET)
 trirace_require(absl_FOUND "Abseil" "libabsl-dev")
@@ -53,9 +58,7 @@ else()
 endif()
 
 find_package(nlohmann_json 3 QUIET)
-if(NOT nlohmann_json_FOUND)
-  message(STATUS "TriRace: nlohmann-json not found: JSON configs disabled (install nlohmann-json3-dev)")
-endif()
+trirace_require(nlohmann_json_FOUND "nlohmann-json" "nlohmann-json3-dev")
 
 if(TRIRACE_BUILD_TESTS)
   find_package(GTest CONFIG QUIET)

@@ -7,28 +7,6 @@
 
 namespace trirace {
 
-ncclResult_t ToNcclResult(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kOk:
-      return ncclSuccess;
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kOutOfRange:
-      return ncclInvalidArgument;
-    case absl::StatusCode::kFailedPrecondition:
-    case absl::StatusCode::kUnimplemented:
-      return ncclInvalidUsage;
-    case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kDeadlineExceeded:
-    case absl::StatusCode::kAborted:
-      return ncclRemoteError;
-    case absl::StatusCode::kInternal:
-    case absl::StatusCode::kDataLoss:
-      return ncclInternalError;
-    default:
-      return ncclSystemError;
-  }
-}
-
 absl::Status SystemError(absl::string_view what, int errnum) {
   char buf[128];
   // GNU strerror_r returns a pointer that may or may not be `buf`.

@@ -1,26 +1,13 @@
-// Status: the one error type inside TriRace, and its one mapping to NCCL.
+// Status: the one error type inside TriRace.
 //
 // Every fallible function inside the project returns absl::Status or
-// absl::StatusOr<T>. Codes carry meaning for the NCCL boundary:
-//
-//   absl code            meaning here                      ncclResult_t
-//   -------------------  --------------------------------  ---------------------
-//   kOk                  success                            ncclSuccess
-//   kInvalidArgument,    a caller passed a bad argument     ncclInvalidArgument
-//   kOutOfRange
-//   kFailedPrecondition, valid arguments, wrong state or    ncclInvalidUsage
-//   kUnimplemented       unsupported on this backend
-//   kUnavailable,        the peer is gone or unreachable    ncclRemoteError
-//   kDeadlineExceeded,   (connection closed, timed out,
-//   kAborted             aborted)
-//   kInternal,           a bug or broken invariant inside   ncclInternalError
-//   kDataLoss            TriRace, a corrupt message
-//   everything else      a local OS/resource failure        ncclSystemError
-//                        (errno, ENOMEM, dlopen, shm, ...)
-//
-// ToNcclResult() is the only place that mapping lives; ABI layers call it
-// once at the boundary. Helpers below build statuses with these codes so
-// call sites say what went wrong, not which enum it maps to.
+// absl::StatusOr<T>. The codes carry meaning at the NCCL boundary, where
+// nccl_adapter/nccl_result.h maps them to ncclResult_t (the table is there):
+// a bad argument is kInvalidArgument, a wrong state kFailedPrecondition, a
+// peer that is gone kUnavailable, a broken invariant kInternal, a local OS
+// failure anything else (SystemError below gives kUnknown). The helpers
+// below build statuses with these codes so call sites say what went wrong,
+// not which enum it maps to.
 //
 // Thread safety: everything here is stateless and thread-safe.
 #ifndef TRIRACE_COMMON_STATUS_H_
@@ -30,16 +17,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "nccl.h"
 
 namespace trirace {
 
 using Status = absl::Status;
 template <typename T>
 using StatusOr = absl::StatusOr<T>;
-
-// The single mapping from an internal status to NCCL's result code.
-ncclResult_t ToNcclResult(const absl::Status& status);
 
 // A local OS failure: `what` plus strerror(errnum). Maps to ncclSystemError.
 absl::Status SystemError(absl::string_view what, int errnum);

@@ -29,15 +29,10 @@
 #include "absl/strings/string_view.h"
 #include "interpose/op.h"
 #include "nccl.h"
+#include "common/traffic_class.h"
 #include "trirace/trirace.h"
 
 namespace trirace::interpose {
-
-// Traffic classes of the design (docs/design.md): index = trirace_class_t
-// value, with 0 (AUTO) standing for "other".
-enum class OpClass : uint8_t { kOther = 0, kP2P = 1, kSparse = 2, kDense = 3 };
-inline constexpr int kOpClassCount = 4;
-absl::string_view OpClassName(OpClass c);
 
 absl::string_view RoleName(int role);  // trirace_role_t -> "data-parallel", ...
 
@@ -46,10 +41,10 @@ absl::string_view RoleName(int role);  // trirace_role_t -> "data-parallel", ...
 inline constexpr size_t kLargeDenseBytes = size_t{1} << 20;
 
 struct OpStats {
-  std::array<std::atomic<uint64_t>, kFuncCount> ops{};
-  std::array<std::atomic<uint64_t>, kFuncCount> bytes{};
-  std::array<std::atomic<uint64_t>, kOpClassCount> class_ops{};
-  std::array<std::atomic<uint64_t>, kOpClassCount> class_bytes{};
+  std::array<std::atomic<uint64_t>, kNumNcclFuncs> ops{};
+  std::array<std::atomic<uint64_t>, kNumNcclFuncs> bytes{};
+  std::array<std::atomic<uint64_t>, kNumTrafficClasses> class_ops{};
+  std::array<std::atomic<uint64_t>, kNumTrafficClasses> class_bytes{};
   std::atomic<uint64_t> max_dense_bytes{0};  // largest AllReduce/ReduceScatter
   std::atomic<int64_t> in_flight_ns{0};      // sum of call -> completion
 };
@@ -90,10 +85,10 @@ int EffectiveRole(const CommState& state, bool* annotated);
 // then the comm's role (pipeline -> P2P, expert -> SPARSE, data-parallel ->
 // DENSE), then the function (send/recv -> P2P, allgather/alltoall ->
 // SPARSE, allreduce/reducescatter -> DENSE, others -> other).
-OpClass ClassifyOp(Func func, int role, int tag_class);
+TrafficClass ClassifyOp(NcclFunc func, int role, int tag_class);
 
 // Adds one op to the statistics.
-void CountOp(OpStats& stats, Func func, OpClass op_class, size_t bytes);
+void CountOp(OpStats& stats, NcclFunc func, TrafficClass op_class, size_t bytes);
 
 // Comm ids.
 uint64_t CommIdFromUniqueIds(const ncclUniqueId* ids, int n);

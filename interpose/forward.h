@@ -29,7 +29,7 @@ inline bool Has(const Shim& shim, Fn RealNccl::*field) {
   return shim.real() != nullptr && shim.real()->*field != nullptr;
 }
 
-inline Op MakeOp(Func func, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+inline Op MakeOp(NcclFunc func, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                  ncclRedOp_t redop, int peer_or_root, ncclComm_t comm, cudaStream_t stream) {
   Op op;
   op.func = func;

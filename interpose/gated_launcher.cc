@@ -10,8 +10,8 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "common/params.h"
+#include "interpose/engine_factory.h"
 #include "scheduler/chunk_planner.h"
-#include "scheduler/setup.h"
 
 namespace trirace::interpose {
 namespace {
@@ -19,40 +19,6 @@ namespace {
 void OnUnitDone(void* p) {
   auto* t = static_cast<GateTicket*>(p);
   t->launcher->UnitDone(t);
-}
-
-sched::TrafficClass ToTrafficClass(uint8_t op_class) {
-  switch (static_cast<OpClass>(op_class)) {
-    case OpClass::kP2P: return sched::TrafficClass::kP2P;
-    case OpClass::kSparse: return sched::TrafficClass::kSparse;
-    case OpClass::kDense: return sched::TrafficClass::kDense;
-    default: return sched::TrafficClass::kOther;
-  }
-}
-
-// Of two classes, the one a policy holds least (a group is as urgent as its
-// most urgent op).
-sched::TrafficClass MoreUrgent(sched::TrafficClass a, sched::TrafficClass b) {
-  auto rank = [](sched::TrafficClass c) {
-    switch (c) {
-      case sched::TrafficClass::kP2P: return 0;
-      case sched::TrafficClass::kSparse: return 1;
-      case sched::TrafficClass::kOther: return 2;
-      default: return 3;
-    }
-  };
-  return rank(a) <= rank(b) ? a : b;
-}
-
-// The planner's name for a function that may be chunked; kOther otherwise.
-sched::CollFunc PlannerFunc(Func f) {
-  switch (f) {
-    case Func::kAllReduce: return sched::CollFunc::kAllReduce;
-    case Func::kReduce: return sched::CollFunc::kReduce;
-    case Func::kBroadcast:
-    case Func::kBcast: return sched::CollFunc::kBroadcast;
-    default: return sched::CollFunc::kOther;
-  }
 }
 
 const void* Advance(const void* p, size_t bytes) {
@@ -78,7 +44,7 @@ struct GatedLauncher::Group {
   CommState* state = nullptr;
   std::vector<device::StreamHandle> streams;  // user streams involved, once each
   std::vector<TraceRecord> records;           // taken records, in call order
-  sched::TrafficClass traffic_class = sched::TrafficClass::kDense;
+  TrafficClass traffic_class = TrafficClass::kDense;
   uint64_t bytes = 0;
   TraceRecord first;  // the first op's record: tag and comm for the task
 
@@ -137,7 +103,7 @@ absl::StatusOr<std::unique_ptr<GatedLauncher>> GatedLauncher::Create(const RealN
   std::unique_ptr<GatedLauncher> l(new GatedLauncher(real, sink, *std::move(dev)));
   l->links_ = std::make_unique<sched::NicLinkModel>(sched::NicLinkModel::Options::FromParams());
   l->local_links_ = l->links_->LinksFor({});  // peers unknown: the op leaves through the local NIC
-  absl::StatusOr<std::unique_ptr<sched::Engine>> engine = sched::MakeEngineFromParams(l.get(), *l->links_);
+  absl::StatusOr<std::unique_ptr<sched::Engine>> engine = MakeEngineFromParams(l.get(), *l->links_);
   if (!engine.ok()) return engine.status();
   l->engine_ = *std::move(engine);
   l->watchdog_ = std::make_unique<GateWatchdog>(
@@ -212,7 +178,7 @@ GateTicket* GatedLauncher::NewTicket(CommLane* lane, CommState* state) {
 sched::TaskSpec GatedLauncher::SpecFor(const TraceRecord& base, uint64_t bytes, const CommLane* lane) const {
   sched::TaskSpec spec;
   spec.comm = lane != nullptr ? lane->comm()->id : 0;
-  spec.traffic_class = ToTrafficClass(base.op_class);
+  spec.traffic_class = static_cast<TrafficClass>(base.op_class);
   spec.bytes = bytes;
   spec.links = local_links_;
   spec.tag.layer = base.tag.layer;
@@ -286,7 +252,7 @@ ncclResult_t GatedLauncher::Launch(const Op& op, OpRecording* rec) {
       }
       g.state = op.state;
       g.first = *rec->record;
-      g.traffic_class = ToTrafficClass(rec->record->op_class);
+      g.traffic_class = static_cast<TrafficClass>(rec->record->op_class);
     }
     if (g.kind == Group::Kind::kPassthrough) {
       passthrough_.fetch_add(1, std::memory_order_relaxed);
@@ -303,7 +269,7 @@ ncclResult_t GatedLauncher::Launch(const Op& op, OpRecording* rec) {
     g.records.back().result = r;
     g.AddStream(op.stream);
     g.bytes += op.bytes;
-    g.traffic_class = MoreUrgent(g.traffic_class, ToTrafficClass(rec->record->op_class));
+    g.traffic_class = MoreUrgent(g.traffic_class, static_cast<TrafficClass>(rec->record->op_class));
     return r;
   }
   if (!CanGate(op)) {
@@ -334,10 +300,9 @@ ncclResult_t GatedLauncher::Launch(const Op& op, OpRecording* rec) {
 
 ncclResult_t GatedLauncher::LaunchGated(const Op& op, CommLane& lane, const TraceRecord& base) {
   const size_t es = DataTypeSize(op.datatype);
-  const sched::CollFunc pf = PlannerFunc(op.func);
   sched::ChunkPlan plan;
-  if (es != 0 && sched::IsChunkable(pf)) {
-    plan = sched::PlanChunks(pf, op.count, es, chunk_bytes_);
+  if (es != 0 && sched::IsChunkable(op.func)) {
+    plan = sched::PlanChunks(op.func, op.count, es, chunk_bytes_);
   } else {
     plan.chunks.push_back({0, op.count});
   }

@@ -16,8 +16,9 @@
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
-#include "common/nccl_types.h"
+#include "common/nccl_func.h"
 #include "interpose/real_nccl.h"
+#include "nccl_adapter/nccl_types.h"
 #include "nccl.h"
 #include "trirace/trirace.h"
 
@@ -25,32 +26,8 @@ namespace trirace::interpose {
 
 struct CommState;
 
-// The communication functions that become Ops, in nccl.h order.
-enum class Func : uint8_t {
-  kReduce,
-  kBcast,
-  kBroadcast,
-  kAllReduce,
-  kReduceScatter,
-  kAllGather,
-  kAlltoAll,
-  kGather,
-  kScatter,
-  kSend,
-  kRecv,
-};
-inline constexpr int kFuncCount = 11;
-
-// "AllReduce", "Send", ... (the NCCL name without the prefix).
-absl::string_view FuncName(Func func);
-// True for Send and Recv.
-inline bool IsPointToPoint(Func func) { return func == Func::kSend || func == Func::kRecv; }
-// True when the Op's peer_or_root field is a root (Reduce, Bcast, Broadcast,
-// Gather, Scatter); false when it is a peer (Send, Recv) or unused.
-bool HasRoot(Func func);
-
 struct Op {
-  Func func = Func::kAllReduce;
+  NcclFunc func = NcclFunc::kAllReduce;
   // The call's arguments. Unused ones keep these defaults: Bcast passes its
   // buffer as both sendbuff and recvbuff; Send has no recvbuff, Recv no
   // sendbuff; redop is meaningful for Reduce/AllReduce/ReduceScatter.

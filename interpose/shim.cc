@@ -10,7 +10,7 @@
 #include "common/logging.h"
 #include "common/params.h"
 #include "common/process_info.h"
-#include "common/status.h"
+#include "nccl_adapter/nccl_result.h"
 #include "interpose/annotations.h"
 #include "interpose/gated_launcher.h"
 #include "interpose/summary.h"
@@ -182,7 +182,7 @@ ncclResult_t Shim::IssueOp(Op& op) {
   op.call_ns = MonotonicNs();
 
   const int role = op.state != nullptr ? EffectiveRole(*op.state, nullptr) : TRIRACE_ROLE_UNKNOWN;
-  const OpClass op_class = ClassifyOp(op.func, role, op.tag.traffic_class);
+  const TrafficClass op_class = ClassifyOp(op.func, role, op.tag.traffic_class);
   TraceRecord r;
   r.kind = RecordKind::kOp;
   r.func = op.func;

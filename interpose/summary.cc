@@ -24,20 +24,20 @@ std::string CommSummary(const CommState& s) {
   const int role = EffectiveRole(s, &annotated);
   uint64_t total_ops = 0, total_bytes = 0;
   std::string by_func, by_class;
-  for (int f = 0; f < kFuncCount; ++f) {
+  for (int f = 0; f < kNumNcclFuncs; ++f) {
     const uint64_t n = s.stats.ops[f].load(std::memory_order_relaxed);
     if (n == 0) continue;
     const uint64_t b = s.stats.bytes[f].load(std::memory_order_relaxed);
     total_ops += n;
     total_bytes += b;
-    absl::StrAppend(&by_func, by_func.empty() ? "" : ", ", FuncName(static_cast<Func>(f)), " ", n, " (",
+    absl::StrAppend(&by_func, by_func.empty() ? "" : ", ", NcclFuncName(static_cast<NcclFunc>(f)), " ", n, " (",
                     HumanBytes(b), ")");
   }
-  for (int c = 0; c < kOpClassCount; ++c) {
+  for (int c = 0; c < kNumTrafficClasses; ++c) {
     const uint64_t n = s.stats.class_ops[c].load(std::memory_order_relaxed);
     if (n == 0) continue;
-    absl::StrAppend(&by_class, by_class.empty() ? "" : ", ", OpClassName(static_cast<OpClass>(c)), " ", n, " (",
-                    HumanBytes(s.stats.class_bytes[c].load(std::memory_order_relaxed)), ")");
+    absl::StrAppend(&by_class, by_class.empty() ? "" : ", ", TrafficClassName(static_cast<TrafficClass>(c)), " ",
+                    n, " (", HumanBytes(s.stats.class_bytes[c].load(std::memory_order_relaxed)), ")");
   }
   const double in_flight_ms = static_cast<double>(s.stats.in_flight_ns.load(std::memory_order_relaxed)) / 1e6;
   return absl::StrFormat("comm %d id %s rank %d/%d role %s (%s): %d ops, %s; by func: %s; by class: %s; "

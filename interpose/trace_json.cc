@@ -117,7 +117,7 @@ void TraceJson::AppendRecord(const TraceRecord& r, std::string* out) {
       break;
   }
   const int tid = r.comm_index * kLanesPerComm + Lane(r.comm_index, r.start_ns, r.end_ns);
-  const absl::string_view func = FuncName(r.func);
+  const absl::string_view func = NcclFuncName(r.func);
   absl::StrAppendFormat(out, "{\"name\":\"%s\",\"cat\":\"op\",\"ph\":\"X\",\"ts\":", func);
   AppendTimestamp(r.start_ns, out);
   out->append(",\"dur\":");
@@ -127,13 +127,13 @@ void TraceJson::AppendRecord(const TraceRecord& r, std::string* out) {
                         "\"dtype\":\"%s\"",
                         pid_, tid, func, r.seq, r.bytes, r.count,
                         DataTypeName(static_cast<ncclDataType_t>(r.datatype)));
-  if (r.func == Func::kReduce || r.func == Func::kAllReduce || r.func == Func::kReduceScatter) {
+  if (r.func == NcclFunc::kReduce || r.func == NcclFunc::kAllReduce || r.func == NcclFunc::kReduceScatter) {
     absl::StrAppendFormat(out, ",\"redop\":\"%s\"", RedOpName(static_cast<ncclRedOp_t>(r.redop)));
   }
   if (HasRoot(r.func)) absl::StrAppendFormat(out, ",\"root\":%d", r.peer_or_root);
   if (IsPointToPoint(r.func)) absl::StrAppendFormat(out, ",\"peer\":%d", r.peer_or_root);
   absl::StrAppendFormat(out, ",\"group\":%d,\"class\":\"%s\",\"result\":%d,\"thread\":%d,\"completion\":\"%s\"",
-                        r.group_id, OpClassName(static_cast<OpClass>(r.op_class)), r.result, r.thread_id,
+                        r.group_id, TrafficClassName(static_cast<TrafficClass>(r.op_class)), r.result, r.thread_id,
                         r.completion == CompletionSource::kStream ? "stream" : "return");
   AppendTag(r.tag, out);
   if (r.gate_wait_ns >= 0) {

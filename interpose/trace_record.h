@@ -45,10 +45,10 @@ absl::string_view CommCallName(CommCall call);
 
 struct TraceRecord {
   RecordKind kind = RecordKind::kOp;
-  Func func = Func::kAllReduce;        // kOp
+  NcclFunc func = NcclFunc::kAllReduce;        // kOp
   CommCall comm_call = CommCall::kInitRank;  // kCommEvent
   CompletionSource completion = CompletionSource::kReturn;
-  uint8_t op_class = 0;                // OpClass
+  uint8_t op_class = 0;                // TrafficClass
   int32_t result = 0;                  // ncclResult_t the caller got
   int32_t datatype = 0;
   int32_t redop = 0;

@@ -4,7 +4,7 @@
 #include "interpose/forward.h"
 
 using trirace::interpose::Forward;
-using trirace::interpose::Func;
+using trirace::NcclFunc;
 using trirace::interpose::Has;
 using trirace::interpose::MakeOp;
 using trirace::interpose::Op;
@@ -20,7 +20,7 @@ TRIRACE_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, siz
     return Forward(shim, &RealNccl::Reduce, "ncclReduce", sendbuff, recvbuff, count, datatype, op, root, comm,
                    stream);
   }
-  Op o = MakeOp(Func::kReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+  Op o = MakeOp(NcclFunc::kReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
   return shim.IssueOp(o);
 }
 
@@ -30,7 +30,7 @@ TRIRACE_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t d
   if (!shim.ShouldRecord() || !Has(shim, &RealNccl::Bcast)) {
     return Forward(shim, &RealNccl::Bcast, "ncclBcast", buff, count, datatype, root, comm, stream);
   }
-  Op o = MakeOp(Func::kBcast, buff, buff, count, datatype, ncclSum, root, comm, stream);
+  Op o = MakeOp(NcclFunc::kBcast, buff, buff, count, datatype, ncclSum, root, comm, stream);
   return shim.IssueOp(o);
 }
 
@@ -41,7 +41,7 @@ TRIRACE_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, 
     return Forward(shim, &RealNccl::Broadcast, "ncclBroadcast", sendbuff, recvbuff, count, datatype, root, comm,
                    stream);
   }
-  Op o = MakeOp(Func::kBroadcast, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream);
+  Op o = MakeOp(NcclFunc::kBroadcast, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream);
   return shim.IssueOp(o);
 }
 
@@ -53,7 +53,7 @@ TRIRACE_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, 
     return Forward(shim, &RealNccl::AllReduce, "ncclAllReduce", sendbuff, recvbuff, count, datatype, op, comm,
                    stream);
   }
-  Op o = MakeOp(Func::kAllReduce, sendbuff, recvbuff, count, datatype, op, -1, comm, stream);
+  Op o = MakeOp(NcclFunc::kAllReduce, sendbuff, recvbuff, count, datatype, op, -1, comm, stream);
   return shim.IssueOp(o);
 }
 
@@ -65,7 +65,7 @@ TRIRACE_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbu
     return Forward(shim, &RealNccl::ReduceScatter, "ncclReduceScatter", sendbuff, recvbuff, recvcount, datatype, op,
                    comm, stream);
   }
-  Op o = MakeOp(Func::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1, comm, stream);
+  Op o = MakeOp(NcclFunc::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1, comm, stream);
   return shim.IssueOp(o);
 }
 
@@ -76,7 +76,7 @@ TRIRACE_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, 
     return Forward(shim, &RealNccl::AllGather, "ncclAllGather", sendbuff, recvbuff, sendcount, datatype, comm,
                    stream);
   }
-  Op o = MakeOp(Func::kAllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, -1, comm, stream);
+  Op o = MakeOp(NcclFunc::kAllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, -1, comm, stream);
   return shim.IssueOp(o);
 }
 
@@ -86,7 +86,7 @@ TRIRACE_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, s
   if (!shim.ShouldRecord() || !Has(shim, &RealNccl::AlltoAll)) {
     return Forward(shim, &RealNccl::AlltoAll, "ncclAlltoAll", sendbuff, recvbuff, count, datatype, comm, stream);
   }
-  Op o = MakeOp(Func::kAlltoAll, sendbuff, recvbuff, count, datatype, ncclSum, -1, comm, stream);
+  Op o = MakeOp(NcclFunc::kAlltoAll, sendbuff, recvbuff, count, datatype, ncclSum, -1, comm, stream);
   return shim.IssueOp(o);
 }
 
@@ -96,7 +96,7 @@ TRIRACE_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, siz
   if (!shim.ShouldRecord() || !Has(shim, &RealNccl::Gather)) {
     return Forward(shim, &RealNccl::Gather, "ncclGather", sendbuff, recvbuff, count, datatype, root, comm, stream);
   }
-  Op o = MakeOp(Func::kGather, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream);
+  Op o = MakeOp(NcclFunc::kGather, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream);
   return shim.IssueOp(o);
 }
 
@@ -106,7 +106,7 @@ TRIRACE_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, si
   if (!shim.ShouldRecord() || !Has(shim, &RealNccl::Scatter)) {
     return Forward(shim, &RealNccl::Scatter, "ncclScatter", sendbuff, recvbuff, count, datatype, root, comm, stream);
   }
-  Op o = MakeOp(Func::kScatter, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream);
+  Op o = MakeOp(NcclFunc::kScatter, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream);
   return shim.IssueOp(o);
 }
 
@@ -116,7 +116,7 @@ TRIRACE_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDat
   if (!shim.ShouldRecord() || !Has(shim, &RealNccl::Send)) {
     return Forward(shim, &RealNccl::Send, "ncclSend", sendbuff, count, datatype, peer, comm, stream);
   }
-  Op o = MakeOp(Func::kSend, sendbuff, nullptr, count, datatype, ncclSum, peer, comm, stream);
+  Op o = MakeOp(NcclFunc::kSend, sendbuff, nullptr, count, datatype, ncclSum, peer, comm, stream);
   return shim.IssueOp(o);
 }
 
@@ -126,7 +126,7 @@ TRIRACE_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_
   if (!shim.ShouldRecord() || !Has(shim, &RealNccl::Recv)) {
     return Forward(shim, &RealNccl::Recv, "ncclRecv", recvbuff, count, datatype, peer, comm, stream);
   }
-  Op o = MakeOp(Func::kRecv, nullptr, recvbuff, count, datatype, ncclSum, peer, comm, stream);
+  Op o = MakeOp(NcclFunc::kRecv, nullptr, recvbuff, count, datatype, ncclSum, peer, comm, stream);
   return shim.IssueOp(o);
 }
 

@@ -4,28 +4,11 @@
 
 namespace trirace::sched {
 
-std::string_view CollFuncName(CollFunc f) {
-  switch (f) {
-    case CollFunc::kAllReduce: return "AllReduce";
-    case CollFunc::kReduce: return "Reduce";
-    case CollFunc::kBroadcast: return "Broadcast";
-    case CollFunc::kReduceScatter: return "ReduceScatter";
-    case CollFunc::kAllGather: return "AllGather";
-    case CollFunc::kAllToAll: return "AlltoAll";
-    case CollFunc::kGather: return "Gather";
-    case CollFunc::kScatter: return "Scatter";
-    case CollFunc::kSend: return "Send";
-    case CollFunc::kRecv: return "Recv";
-    case CollFunc::kOther: return "Other";
-  }
-  return "?";
+bool IsChunkable(NcclFunc f) {
+  return f == NcclFunc::kAllReduce || f == NcclFunc::kReduce || f == NcclFunc::kBroadcast || f == NcclFunc::kBcast;
 }
 
-bool IsChunkable(CollFunc f) {
-  return f == CollFunc::kAllReduce || f == CollFunc::kReduce || f == CollFunc::kBroadcast;
-}
-
-ChunkPlan PlanChunks(CollFunc func, uint64_t count, size_t dtype_size, uint64_t chunk_bytes) {
+ChunkPlan PlanChunks(NcclFunc func, uint64_t count, size_t dtype_size, uint64_t chunk_bytes) {
   const uint64_t elem = dtype_size == 0 ? 1 : dtype_size;
   ChunkPlan plan;
   // count * elem without overflow: compare against chunk_bytes / elem.

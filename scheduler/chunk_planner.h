@@ -8,7 +8,7 @@
 // depends on timing, occupancy or the policy.
 //
 // The rule (PlanChunks):
-//   - Only AllReduce, Reduce and Broadcast are split (their output is
+//   - Only AllReduce, Reduce and Broadcast (and Bcast) are split (their output is
 //     element-wise, so a chunk is the same call on a sub-range). Every other
 //     function, and any op inside a user's ncclGroupStart/End (the launcher
 //     does not call the planner for those), is one chunk.
@@ -31,26 +31,12 @@
 #include <string_view>
 #include <vector>
 
+#include "common/nccl_func.h"
+
 namespace trirace::sched {
 
-// The NCCL functions the planner knows (no NCCL header needed).
-enum class CollFunc : uint8_t {
-  kAllReduce,
-  kReduce,
-  kBroadcast,
-  kReduceScatter,
-  kAllGather,
-  kAllToAll,
-  kGather,
-  kScatter,
-  kSend,
-  kRecv,
-  kOther,
-};
-std::string_view CollFuncName(CollFunc f);
-
 // True for the functions PlanChunks may split.
-bool IsChunkable(CollFunc f);
+bool IsChunkable(NcclFunc f);
 
 // Chunk boundaries aim at multiples of this many bytes (when the element
 // size divides it), which keeps chunks friendly to NCCL's protocols.
@@ -74,7 +60,7 @@ struct ChunkPlan {
 // The plan for `count` elements of `dtype_size` bytes each (dtype_size >= 1;
 // 0 is treated as 1). A zero-count op is one empty chunk, so the launcher
 // still issues the call exactly once.
-ChunkPlan PlanChunks(CollFunc func, uint64_t count, size_t dtype_size, uint64_t chunk_bytes);
+ChunkPlan PlanChunks(NcclFunc func, uint64_t count, size_t dtype_size, uint64_t chunk_bytes);
 
 }  // namespace trirace::sched
 

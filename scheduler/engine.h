@@ -7,7 +7,7 @@
 //   class Gates : public sched::GateOpener {           // the launcher's side
 //     void OpenGate(const sched::ReleasedTask& t) override { gates_.Open(t.cookie); }
 //   };
-//   sched::Engine engine(std::move(*sched::MakePolicy("trirace")), &gates,
+//   sched::Engine engine(std::make_unique<sched::TriracePolicy>(config), &gates,
 //                        sched::EngineOptions::FromParams());
 //   for (const sched::LinkSpec& l : link_model.links()) engine.AddLink(l);
 //   engine.SetCompletionPoller(&launcher);              // or call Complete()

@@ -2,10 +2,6 @@
 
 #include <algorithm>
 
-#include "absl/strings/str_cat.h"
-#include "scheduler/plugin_occupancy.h"
-#include "scheduler/sysfs_occupancy.h"
-
 namespace trirace::sched {
 
 std::vector<DeviceRate> RateMeter::Update(const OccupancySnapshot& snap) {
@@ -31,18 +27,6 @@ std::vector<DeviceRate> RateMeter::Update(const OccupancySnapshot& snap) {
     last_[c.device] = {c, snap.time_ns};
   }
   return out;
-}
-
-absl::StatusOr<std::unique_ptr<OccupancyReader>> MakeOccupancyReader(
-    std::string_view source, const std::vector<std::string>& interfaces, const std::string& sysfs_root) {
-  if (source == "none") return std::unique_ptr<OccupancyReader>();
-  if (source == "plugin" || source == "auto") {
-    absl::StatusOr<std::unique_ptr<OccupancyReader>> plugin = OpenPluginOccupancyReader();
-    if (plugin.ok() || source == "plugin") return plugin;
-  }
-  if (source == "sysfs" || source == "auto") return OpenSysfsOccupancyReader(interfaces, sysfs_root);
-  return absl::InvalidArgumentError(absl::StrCat("TRIRACE_OCCUPANCY='", absl::string_view(source.data(), source.size()),
-                                                 "' is not one of auto, plugin, sysfs, none"));
 }
 
 }  // namespace trirace::sched

@@ -9,11 +9,13 @@
 //   - SysfsOccupancyReader (sysfs_occupancy.h): /sys/class/net/<if>/
 //     statistics/{tx,rx}_bytes. Sees every byte through the interface,
 //     whoever sent it, but cannot tell this process's share.
-//   - PluginOccupancyReader (plugin_occupancy.h, built with the
-//     trirace_occupancy library): the net plugin's per-host shared-memory segment
-//     (include/trirace/occupancy.h). Sees the job's NCCL traffic on each
-//     NIC and this process's own share, so foreign = all - ours.
-// MakeOccupancyReader() picks one by TRIRACE_OCCUPANCY.
+//   - PluginOccupancyReader (interpose/plugin_occupancy.h): the net
+//     plugin's per-host shared-memory segment (include/trirace/occupancy.h).
+//     Sees the job's NCCL traffic on each NIC and this process's own share,
+//     so foreign = all - ours. It lives outside scheduler/ so that this
+//     module does not link the plugin's reader library.
+// interpose/engine_factory.h MakeOccupancyReader() picks one by
+// TRIRACE_OCCUPANCY.
 //
 // Thread safety: a reader is used by one thread at a time (the engine
 // thread); RateMeter likewise.
@@ -80,14 +82,6 @@ class RateMeter {
   };
   std::unordered_map<std::string, Last> last_;
 };
-
-// The reader TRIRACE_OCCUPANCY asks for: "plugin" (the segment; error if
-// it cannot be opened or the plugin backend was not built), "sysfs" (the
-// counters of `interfaces`), "auto" (plugin when its segment opens, else
-// sysfs), "none" (nullptr). `sysfs_root` is /sys/class/net.
-absl::StatusOr<std::unique_ptr<OccupancyReader>> MakeOccupancyReader(
-    std::string_view source, const std::vector<std::string>& interfaces,
-    const std::string& sysfs_root = "/sys/class/net");
 
 }  // namespace trirace::sched
 

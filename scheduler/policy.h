@@ -119,10 +119,6 @@ class Policy {
   virtual void OnTaskDone(TaskId /*id*/) {}
 };
 
-// fifo, priority or trirace with parameters from the params registry
-// (TRIRACE_POLICY names it). Unknown name -> InvalidArgument naming it.
-absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(std::string_view name);
-
 }  // namespace trirace::sched
 
 #endif  // TRIRACE_SCHEDULER_POLICY_H_

@@ -9,17 +9,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 
 namespace trirace::sched {
 namespace {
-
-// The same form as common/status.h SystemError (a local OS failure), kept
-// here so scheduler/ stays free of the NCCL header that one includes.
-absl::Status OsError(absl::string_view what, int errnum) {
-  char buf[128];
-  const char* text = strerror_r(errnum, buf, sizeof(buf));
-  return absl::UnknownError(absl::StrCat(what, ": ", text, " (errno ", errnum, ")"));
-}
 
 // An open counter file, closed on destruction.
 class CounterFile {
@@ -38,7 +31,7 @@ class CounterFile {
 
   static absl::StatusOr<CounterFile> Open(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return OsError(absl::StrCat("open ", path), errno);
+    if (fd < 0) return SystemError(absl::StrCat("open ", path), errno);
     return CounterFile(fd);
   }
 
@@ -46,7 +39,7 @@ class CounterFile {
   absl::StatusOr<uint64_t> Read(const std::string& path) const {
     char buf[32];
     const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
-    if (n < 0) return OsError(absl::StrCat("read ", path), errno);
+    if (n < 0) return SystemError(absl::StrCat("read ", path), errno);
     uint64_t v = 0;
     auto [end, ec] = std::from_chars(buf, buf + n, v);
     if (ec != std::errc() || end == buf) {

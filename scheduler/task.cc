@@ -2,16 +2,6 @@
 
 namespace trirace::sched {
 
-std::string_view TrafficClassName(TrafficClass c) {
-  switch (c) {
-    case TrafficClass::kP2P: return "P2P";
-    case TrafficClass::kSparse: return "SPARSE";
-    case TrafficClass::kDense: return "DENSE";
-    case TrafficClass::kOther: return "OTHER";
-  }
-  return "?";
-}
-
 std::string_view ReleaseReasonName(ReleaseReason r) {
   switch (r) {
     case ReleaseReason::kUngated: return "ungated";

@@ -19,18 +19,9 @@
 #include <string_view>
 #include <vector>
 
-namespace trirace::sched {
+#include "common/traffic_class.h"
 
-// The three scheduled dimensions plus everything else (see docs/design.md).
-enum class TrafficClass : uint8_t {
-  kP2P = 0,     // pipeline activations / activation gradients: never held
-  kSparse = 1,  // embedding rows, MoE tokens: ahead of dense
-  kDense = 2,   // gradient all-reduce / reduce-scatter: released into gaps
-  kOther = 3,   // unclassified traffic
-};
-inline constexpr int kNumTrafficClasses = 4;
-inline constexpr int ClassIndex(TrafficClass c) { return static_cast<int>(c); }
-std::string_view TrafficClassName(TrafficClass c);
+namespace trirace::sched {
 
 using TaskId = uint64_t;
 // Dense index into the engine's link table (0, 1, 2, ... in AddLink order).

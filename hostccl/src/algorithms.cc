@@ -210,27 +210,13 @@ absl::Status GatherScatter(const OpDesc& op, int n, EngineEnv& env, bool gather)
   return RunP2p(xs, env);
 }
 
-TransferKind KindOf(Func f) {
-  switch (f) {
-    case Func::kAllReduce: return TransferKind::kAllReduce;
-    case Func::kBroadcast: return TransferKind::kBroadcast;
-    case Func::kReduce: return TransferKind::kReduce;
-    case Func::kAllGather: return TransferKind::kAllGather;
-    case Func::kReduceScatter: return TransferKind::kReduceScatter;
-    case Func::kAlltoAll: return TransferKind::kAlltoAll;
-    case Func::kGather: return TransferKind::kGather;
-    case Func::kScatter: return TransferKind::kScatter;
-    default: return TransferKind::kSendRecv;
-  }
-}
-
 // A single rank: the result is its own contribution.
 void RunAlone(const OpDesc& op) {
   const size_t bytes = op.count * DataTypeSize(op.type);
   switch (op.func) {
-    case Func::kAllReduce:
-    case Func::kReduce:
-    case Func::kReduceScatter:
+    case NcclFunc::kAllReduce:
+    case NcclFunc::kReduce:
+    case NcclFunc::kReduceScatter:
       Contribute(op.reduction, op.recvbuff, op.sendbuff, op.count);
       Finish(op.reduction, op.recvbuff, op.count);
       return;
@@ -240,22 +226,6 @@ void RunAlone(const OpDesc& op) {
 }
 
 }  // namespace
-
-const char* FuncName(Func f) {
-  switch (f) {
-    case Func::kAllReduce: return "AllReduce";
-    case Func::kBroadcast: return "Broadcast";
-    case Func::kReduce: return "Reduce";
-    case Func::kAllGather: return "AllGather";
-    case Func::kReduceScatter: return "ReduceScatter";
-    case Func::kAlltoAll: return "AlltoAll";
-    case Func::kGather: return "Gather";
-    case Func::kScatter: return "Scatter";
-    case Func::kSend: return "Send";
-    case Func::kRecv: return "Recv";
-  }
-  return "?";
-}
 
 absl::Status RunCollective(const OpDesc& given, int nranks, EngineEnv& env) {
   OpDesc op = given;
@@ -269,26 +239,27 @@ absl::Status RunCollective(const OpDesc& given, int nranks, EngineEnv& env) {
   const size_t n = static_cast<size_t>(nranks);
   // The buffers this rank touches, registered for the operation.
   size_t send_elems = op.count, recv_elems = op.count;
-  if (op.func == Func::kAllGather) recv_elems *= n;
-  if (op.func == Func::kReduceScatter || op.func == Func::kAlltoAll) send_elems *= n;
-  if (op.func == Func::kAlltoAll) recv_elems *= n;
+  if (op.func == NcclFunc::kAllGather) recv_elems *= n;
+  if (op.func == NcclFunc::kReduceScatter || op.func == NcclFunc::kAlltoAll) send_elems *= n;
+  if (op.func == NcclFunc::kAlltoAll) recv_elems *= n;
   bool root = env.rank == op.root;
-  bool uses_send = !(op.func == Func::kBroadcast && !root) && op.func != Func::kScatter;
-  bool uses_recv = !(op.func == Func::kReduce && !root) && op.func != Func::kGather;
+  bool uses_send = !(op.func == NcclFunc::kBroadcast && !root) && op.func != NcclFunc::kScatter;
+  bool uses_recv = !(op.func == NcclFunc::kReduce && !root) && op.func != NcclFunc::kGather;
   env.regions.clear();
   if (uses_send) TRIRACE_RETURN_IF_ERROR(env.AddRegion(op.sendbuff, send_elems * ts));
   if (uses_recv) TRIRACE_RETURN_IF_ERROR(env.AddRegion(op.recvbuff, recv_elems * ts));
-  env.transport->SetTransferKind(KindOf(op.func));
+  env.transport->SetTransferFunc(op.func);
   absl::Status s;
   switch (op.func) {
-    case Func::kAllReduce: s = AllReduce(op, nranks, env); break;
-    case Func::kReduceScatter: s = ReduceScatter(op, nranks, env); break;
-    case Func::kAllGather: s = AllGather(op, nranks, env); break;
-    case Func::kBroadcast: s = Broadcast(op, nranks, env); break;
-    case Func::kReduce: s = Reduce(op, nranks, env); break;
-    case Func::kAlltoAll: s = AlltoAll(op, nranks, env); break;
-    case Func::kGather: s = GatherScatter(op, nranks, env, true); break;
-    case Func::kScatter: s = GatherScatter(op, nranks, env, false); break;
+    case NcclFunc::kAllReduce: s = AllReduce(op, nranks, env); break;
+    case NcclFunc::kReduceScatter: s = ReduceScatter(op, nranks, env); break;
+    case NcclFunc::kAllGather: s = AllGather(op, nranks, env); break;
+    case NcclFunc::kBcast:
+    case NcclFunc::kBroadcast: s = Broadcast(op, nranks, env); break;
+    case NcclFunc::kReduce: s = Reduce(op, nranks, env); break;
+    case NcclFunc::kAlltoAll: s = AlltoAll(op, nranks, env); break;
+    case NcclFunc::kGather: s = GatherScatter(op, nranks, env, true); break;
+    case NcclFunc::kScatter: s = GatherScatter(op, nranks, env, false); break;
     default: s = InternalError("Send/Recv run as a collective");
   }
   env.regions.clear();
@@ -296,7 +267,7 @@ absl::Status RunCollective(const OpDesc& given, int nranks, EngineEnv& env) {
 }
 
 P2pTransfer TransferOf(const OpDesc& op) {
-  bool send = op.func == Func::kSend;
+  bool send = op.func == NcclFunc::kSend;
   char* data = send ? const_cast<char*>(static_cast<const char*>(op.sendbuff)) : static_cast<char*>(op.recvbuff);
   return P2pTransfer{op.root, send, data, op.count * DataTypeSize(op.type)};
 }

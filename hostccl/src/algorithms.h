@@ -22,19 +22,17 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/nccl_func.h"
 #include "hostccl/src/engine.h"
 #include "hostccl/src/reduce.h"
 #include "nccl.h"
 
 namespace trirace::hostccl {
 
-enum class Func { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll, kGather,
-                  kScatter, kSend, kRecv };
-const char* FuncName(Func f);
 
 // One operation as enqueued (arguments already checked).
 struct OpDesc {
-  Func func = Func::kAllReduce;
+  NcclFunc func = NcclFunc::kAllReduce;
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;
   size_t count = 0;  // per rank for AllGather/ReduceScatter/AlltoAll/Gather/Scatter

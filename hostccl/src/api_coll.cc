@@ -11,7 +11,7 @@ namespace {
 
 struct Call {
   const char* name;
-  Func func;
+  NcclFunc func;
   const void* sendbuff;
   void* recvbuff;
   size_t count;
@@ -22,11 +22,8 @@ struct Call {
   cudaStream_t stream;
 };
 
-bool Reduces(Func f) {
-  return f == Func::kAllReduce || f == Func::kReduce || f == Func::kReduceScatter;
-}
-bool Rooted(Func f) {
-  return f == Func::kBroadcast || f == Func::kReduce || f == Func::kGather || f == Func::kScatter;
+bool Reduces(NcclFunc f) {
+  return f == NcclFunc::kAllReduce || f == NcclFunc::kReduce || f == NcclFunc::kReduceScatter;
 }
 
 absl::Status Check(const Call& c, const CommCore& core, OpDesc* op) {
@@ -38,15 +35,15 @@ absl::Status Check(const Call& c, const CommCore& core, OpDesc* op) {
     return absl::InvalidArgumentError(absl::StrFormat("datatype=%s is not supported by hostccl (fp8 types are not)", TypeName(c.type)));
   }
   const int n = core.nranks();
-  bool p2p = c.func == Func::kSend || c.func == Func::kRecv;
-  if ((Rooted(c.func) || p2p) && (c.root < 0 || c.root >= n)) {
+  bool p2p = c.func == NcclFunc::kSend || c.func == NcclFunc::kRecv;
+  if ((HasRoot(c.func) || p2p) && (c.root < 0 || c.root >= n)) {
     return absl::InvalidArgumentError(absl::StrFormat("%s=%d is out of range for a communicator of %d ranks",
                                                       p2p ? "peer" : "root", c.root, n));
   }
   // The largest buffer involved holds count * nranks elements for the
   // gathering/scattering collectives.
-  size_t factor = (c.func == Func::kAllGather || c.func == Func::kReduceScatter || c.func == Func::kAlltoAll ||
-                   c.func == Func::kGather || c.func == Func::kScatter)
+  size_t factor = (c.func == NcclFunc::kAllGather || c.func == NcclFunc::kReduceScatter || c.func == NcclFunc::kAlltoAll ||
+                   c.func == NcclFunc::kGather || c.func == NcclFunc::kScatter)
                       ? static_cast<size_t>(n) : 1;
   size_t bytes = 0;
   if (__builtin_mul_overflow(c.count, DataTypeSize(c.type) * factor, &bytes)) {
@@ -54,8 +51,8 @@ absl::Status Check(const Call& c, const CommCore& core, OpDesc* op) {
   }
   if (c.count > 0) {
     bool root = core.rank() == c.root;
-    bool needs_send = c.func != Func::kRecv && !(c.func == Func::kBroadcast && !root) && !(c.func == Func::kScatter && !root);
-    bool needs_recv = c.func != Func::kSend && !(c.func == Func::kReduce && !root) && !(c.func == Func::kGather && !root);
+    bool needs_send = c.func != NcclFunc::kRecv && !(c.func == NcclFunc::kBroadcast && !root) && !(c.func == NcclFunc::kScatter && !root);
+    bool needs_recv = c.func != NcclFunc::kSend && !(c.func == NcclFunc::kReduce && !root) && !(c.func == NcclFunc::kGather && !root);
     if (needs_send && c.sendbuff == nullptr) return absl::InvalidArgumentError("sendbuff is NULL");
     if (needs_recv && c.recvbuff == nullptr) return absl::InvalidArgumentError("recvbuff is NULL");
   }
@@ -84,63 +81,64 @@ ncclResult_t Enqueue(const Call& c) {
 }  // namespace trirace::hostccl
 
 using namespace trirace::hostccl;  // NOLINT: the C ABI lives in the global namespace
+using trirace::NcclFunc;
 
 extern "C" {
 
 TRIRACE_EXPORT ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  return Enqueue({"ncclAllReduce", Func::kAllReduce, sendbuff, recvbuff, count, datatype, op, -1, comm, stream});
+  return Enqueue({"ncclAllReduce", NcclFunc::kAllReduce, sendbuff, recvbuff, count, datatype, op, -1, comm, stream});
 }
 
 TRIRACE_EXPORT ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                            int root, ncclComm_t comm, cudaStream_t stream) {
-  return Enqueue({"ncclBroadcast", Func::kBroadcast, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream});
+  return Enqueue({"ncclBroadcast", NcclFunc::kBroadcast, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream});
 }
 
 TRIRACE_EXPORT ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                                        cudaStream_t stream) {
-  return Enqueue({"ncclBcast", Func::kBroadcast, buff, buff, count, datatype, ncclSum, root, comm, stream});
+  return Enqueue({"ncclBcast", NcclFunc::kBroadcast, buff, buff, count, datatype, ncclSum, root, comm, stream});
 }
 
 TRIRACE_EXPORT ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  return Enqueue({"ncclReduce", Func::kReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream});
+  return Enqueue({"ncclReduce", NcclFunc::kReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream});
 }
 
 TRIRACE_EXPORT ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return Enqueue({"ncclAllGather", Func::kAllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, -1, comm, stream});
+  return Enqueue({"ncclAllGather", NcclFunc::kAllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, -1, comm, stream});
 }
 
 TRIRACE_EXPORT ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                                cudaStream_t stream) {
-  return Enqueue({"ncclReduceScatter", Func::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1, comm, stream});
+  return Enqueue({"ncclReduceScatter", NcclFunc::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1, comm, stream});
 }
 
 TRIRACE_EXPORT ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                           ncclComm_t comm, cudaStream_t stream) {
-  return Enqueue({"ncclAlltoAll", Func::kAlltoAll, sendbuff, recvbuff, count, datatype, ncclSum, -1, comm, stream});
+  return Enqueue({"ncclAlltoAll", NcclFunc::kAlltoAll, sendbuff, recvbuff, count, datatype, ncclSum, -1, comm, stream});
 }
 
 TRIRACE_EXPORT ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                         int root, ncclComm_t comm, cudaStream_t stream) {
-  return Enqueue({"ncclGather", Func::kGather, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream});
+  return Enqueue({"ncclGather", NcclFunc::kGather, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream});
 }
 
 TRIRACE_EXPORT ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                          int root, ncclComm_t comm, cudaStream_t stream) {
-  return Enqueue({"ncclScatter", Func::kScatter, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream});
+  return Enqueue({"ncclScatter", NcclFunc::kScatter, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream});
 }
 
 TRIRACE_EXPORT ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                                       ncclComm_t comm, cudaStream_t stream) {
-  return Enqueue({"ncclSend", Func::kSend, sendbuff, nullptr, count, datatype, ncclSum, peer, comm, stream});
+  return Enqueue({"ncclSend", NcclFunc::kSend, sendbuff, nullptr, count, datatype, ncclSum, peer, comm, stream});
 }
 
 TRIRACE_EXPORT ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                                       ncclComm_t comm, cudaStream_t stream) {
-  return Enqueue({"ncclRecv", Func::kRecv, nullptr, recvbuff, count, datatype, ncclSum, peer, comm, stream});
+  return Enqueue({"ncclRecv", NcclFunc::kRecv, nullptr, recvbuff, count, datatype, ncclSum, peer, comm, stream});
 }
 
 }  // extern "C"

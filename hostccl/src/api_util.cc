@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "common/logging.h"
-#include "common/status.h"
+#include "nccl_adapter/nccl_result.h"
 #include "hostccl/src/group.h"
 
 namespace trirace::hostccl {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/clock.h"
+#include "common/hash.h"
 #include "common/logging.h"
 #include "common/params.h"
 #include "common/status.h"
@@ -255,9 +256,7 @@ absl::StatusOr<std::vector<std::string>> Rendezvous(const ncclUniqueId& id, int 
 }
 
 uint64_t UniqueIdHash(const ncclUniqueId& id) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char c : id.internal) h = (h ^ c) * 1099511628211ull;
-  return h;
+  return Fnv1a64(id.internal, sizeof(id.internal));
 }
 
 }  // namespace trirace::hostccl

@@ -8,7 +8,7 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "common/params.h"
-#include "common/status.h"
+#include "nccl_adapter/nccl_result.h"
 #include "hostccl/src/bootstrap.h"
 #include "hostccl/src/net_plugin.h"
 #include "hostccl/src/net_transport.h"
@@ -143,7 +143,7 @@ absl::Status CommCore::Execute(const Launch& launch) {
   std::vector<P2pTransfer> xs;
   for (const OpDesc& op : launch.p2p) xs.push_back(TransferOf(op));
   env_.regions.clear();
-  if (transport_ != nullptr) transport_->SetTransferKind(TransferKind::kSendRecv);
+  if (transport_ != nullptr) transport_->SetTransferFunc(NcclFunc::kSend);  // send/recv
   absl::Status s = RunP2p(xs, env_);
   env_.regions.clear();
   return s;
@@ -154,7 +154,7 @@ absl::StatusOr<std::vector<std::string>> CommCore::AllGatherBytes(const std::str
   auto launch = std::make_shared<Launch>();
   launch->core = shared_from_this();
   OpDesc op;
-  op.func = Func::kAllGather;
+  op.func = NcclFunc::kAllGather;
   op.sendbuff = mine.data();
   op.recvbuff = all.data();
   op.count = mine.size();

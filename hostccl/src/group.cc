@@ -57,7 +57,7 @@ void Issue(std::vector<PendingOp> ops) {
       e = &entries.back();
       e->launch->core = p.core;
     }
-    if (p.op.func == Func::kSend || p.op.func == Func::kRecv) {
+    if (p.op.func == NcclFunc::kSend || p.op.func == NcclFunc::kRecv) {
       e->launch->p2p.push_back(p.op);
     } else {
       e->launch->colls.push_back(p.op);

@@ -129,19 +129,21 @@ absl::StatusOr<bool> NetTransport::Test(void* request, size_t* size) {
   return done;
 }
 
-void NetTransport::SetTransferKind(TransferKind kind) {
-  // NCCL's ncclFunc numbering (net_abi.h TRIRACE_NCCL_FUNC_*).
+void NetTransport::SetTransferFunc(NcclFunc f) {
+  // NCCL's internal ncclFunc numbering (net_abi.h TRIRACE_NCCL_FUNC_*).
   int func = TRIRACE_NCCL_FUNC_SENDRECV;
-  switch (kind) {
-    case TransferKind::kBroadcast: func = TRIRACE_NCCL_FUNC_BROADCAST; break;
-    case TransferKind::kReduce: func = TRIRACE_NCCL_FUNC_REDUCE; break;
-    case TransferKind::kAllGather: func = TRIRACE_NCCL_FUNC_ALLGATHER; break;
-    case TransferKind::kReduceScatter: func = TRIRACE_NCCL_FUNC_REDUCESCATTER; break;
-    case TransferKind::kAllReduce: func = TRIRACE_NCCL_FUNC_ALLREDUCE; break;
-    case TransferKind::kSendRecv: func = TRIRACE_NCCL_FUNC_SENDRECV; break;
-    case TransferKind::kAlltoAll: func = TRIRACE_NCCL_FUNC_ALLTOALL; break;
-    case TransferKind::kScatter: func = TRIRACE_NCCL_FUNC_SCATTER; break;
-    case TransferKind::kGather: func = TRIRACE_NCCL_FUNC_GATHER; break;
+  switch (f) {
+    case NcclFunc::kBcast:
+    case NcclFunc::kBroadcast: func = TRIRACE_NCCL_FUNC_BROADCAST; break;
+    case NcclFunc::kReduce: func = TRIRACE_NCCL_FUNC_REDUCE; break;
+    case NcclFunc::kAllGather: func = TRIRACE_NCCL_FUNC_ALLGATHER; break;
+    case NcclFunc::kReduceScatter: func = TRIRACE_NCCL_FUNC_REDUCESCATTER; break;
+    case NcclFunc::kAllReduce: func = TRIRACE_NCCL_FUNC_ALLREDUCE; break;
+    case NcclFunc::kSend:
+    case NcclFunc::kRecv: func = TRIRACE_NCCL_FUNC_SENDRECV; break;
+    case NcclFunc::kAlltoAll: func = TRIRACE_NCCL_FUNC_ALLTOALL; break;
+    case NcclFunc::kScatter: func = TRIRACE_NCCL_FUNC_SCATTER; break;
+    case NcclFunc::kGather: func = TRIRACE_NCCL_FUNC_GATHER; break;
   }
   if (func == last_kind_) return;
   last_kind_ = func;

@@ -44,7 +44,7 @@ class NetTransport final : public Transport {
   absl::StatusOr<void*> Irecv(int peer, void* data, size_t size, MemRegion& region) override;
   absl::StatusOr<bool> Test(void* request, size_t* size) override;
   size_t MaxMessageBytes() const override { return max_message_bytes_; }
-  void SetTransferKind(TransferKind kind) override;
+  void SetTransferFunc(NcclFunc func) override;
   void Close() override;
 
  private:

@@ -28,7 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "common/nccl_types.h"
+#include "nccl_adapter/nccl_types.h"
 #include "nccl.h"
 
 namespace trirace::hostccl {

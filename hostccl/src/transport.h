@@ -23,6 +23,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "common/nccl_func.h"
 
 namespace trirace::hostccl {
 
@@ -41,11 +42,6 @@ class MemRegion {
   size_t size_;
 };
 
-// What a transfer serves; passed to the transport as a hint (a net plugin
-// v11 forwards it with setNetAttr).
-enum class TransferKind { kBroadcast, kReduce, kAllGather, kReduceScatter, kAllReduce, kSendRecv,
-                          kAlltoAll, kScatter, kGather };
-
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -60,8 +56,9 @@ class Transport {
   virtual absl::StatusOr<bool> Test(void* request, size_t* size) = 0;
   // The largest message a single Isend/Irecv may carry.
   virtual size_t MaxMessageBytes() const = 0;
-  // A hint about the transfers that follow (may be ignored).
-  virtual void SetTransferKind(TransferKind kind) { (void)kind; }
+  // A hint: the transfers that follow serve NCCL function `func` (a net
+  // plugin v11 gets it with setNetAttr). May be ignored.
+  virtual void SetTransferFunc(NcclFunc func) { (void)func; }
   // Closes every link; later calls fail. Idempotent.
   virtual void Close() = 0;
 };

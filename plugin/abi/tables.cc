@@ -7,7 +7,7 @@
 
 #include "common/export.h"
 #include "common/logging.h"
-#include "common/status.h"
+#include "nccl_adapter/nccl_result.h"
 #include "plugin/abi/net_abi.h"
 #include "plugin/core/net_core.h"
 #include "plugin/transport/tcp/wire.h"

@@ -32,7 +32,7 @@ struct NetCore::Context {
   uint64_t comm_id = 0;
   CommConfig config;
   void* inner = nullptr;
-  std::atomic<int> cls{0};
+  std::atomic<TrafficClass> cls{TrafficClass::kOther};
   std::atomic<int> refs{1};  // the ctx itself plus one per comm
   bool finalized = false;    // guarded by NetCore::mu_
 };
@@ -43,7 +43,7 @@ struct NetCore::Request {
   void* inner = nullptr;
   bool flush = false;
   int n = 0;
-  int cls = 0;
+  TrafficClass cls = TrafficClass::kOther;
   uint64_t posted = 0;
 };
 
@@ -356,7 +356,7 @@ absl::Status NetCore::Accept(void* listen_comm, void** recv_comm,
   // What a receive comm sends is TCP's acknowledgements: tiny, and the
   // sender's pace. They go in the first band whatever they acknowledge,
   // rather than wait in a lower one behind the reverse direction's data.
-  if (class_priority_ && !comm->explicit_traffic_class) ApplyClassPriority(*comm, TRIRACE_CLASS_P2P);
+  if (class_priority_ && !comm->explicit_traffic_class) ApplyClassPriority(*comm, TrafficClass::kP2P);
   auto h = AddComm(std::move(comm));
   if (!h.ok()) {
     (void)transport_->CloseRecv(inner);
@@ -416,7 +416,7 @@ absl::StatusOr<std::pair<NetCore::Comm*, NetCore::Request*>> NetCore::LookupRequ
   return std::make_pair(comm, req);
 }
 
-void NetCore::ApplyClassPriority(Comm& comm, int cls) {
+void NetCore::ApplyClassPriority(Comm& comm, TrafficClass cls) {
   const std::optional<ClassMarks> marks = MarksForClass(cls);
   if (!marks || marks == comm.class_marks) return;
   absl::Status st = comm.kind == Kind::kSend
@@ -448,7 +448,7 @@ absl::Status NetCore::Isend(void* send_comm, void* data, size_t size, int tag, v
   }
   if (slot < 0) return absl::OkStatus();  // NCCL_NET_MAX_REQUESTS outstanding: retry later
   Request& req = comm->reqs[slot];
-  const int cls = comm->ctx->cls.load(std::memory_order_relaxed);
+  const TrafficClass cls = comm->ctx->cls.load(std::memory_order_relaxed);
   if (class_priority_ && !comm->explicit_traffic_class) ApplyClassPriority(*comm, cls);
   void* inner = nullptr;
   absl::Status st = transport_->Isend(comm->inner, data, size, tag, mhandle, phandle, &inner);
@@ -462,7 +462,7 @@ absl::Status NetCore::Isend(void* send_comm, void* data, size_t size, int tag, v
   req.cls = cls;
   req.posted = size;
   req.seq++;
-  publisher_.SendPosted(comm->dev, req.cls, size);
+  publisher_.SendPosted(comm->dev, ClassIndex(req.cls), size);
   *request = RequestHandle(*comm, slot);
   return absl::OkStatus();
 }
@@ -510,7 +510,7 @@ absl::Status NetCore::Irecv(void* recv_comm, int n, void** data, size_t* sizes, 
   req.cls = comm->ctx->cls.load(std::memory_order_relaxed);
   req.posted = posted;
   req.seq++;
-  publisher_.RecvPosted(comm->dev, req.cls, posted);
+  publisher_.RecvPosted(comm->dev, ClassIndex(req.cls), posted);
   *request = RequestHandle(*comm, slot);
   return absl::OkStatus();
 }
@@ -556,7 +556,7 @@ absl::Status NetCore::Test(void* request, int* done, int* sizes) {
   bool send = comm->kind == Kind::kSend;
   if (!st.ok()) {
     *done = 0;
-    if (!req->flush) publisher_.Abandoned(comm->dev, req->cls, send, req->posted);
+    if (!req->flush) publisher_.Abandoned(comm->dev, ClassIndex(req->cls), send, req->posted);
     req->busy.store(false, std::memory_order_release);
     return st;
   }
@@ -565,9 +565,9 @@ absl::Status NetCore::Test(void* request, int* done, int* sizes) {
     uint64_t total = 0;
     for (int i = 0; i < req->n; ++i) total += static_cast<uint64_t>(std::max(local[i], 0));
     if (send) {
-      publisher_.SendCompleted(comm->dev, req->cls, req->posted, total);
+      publisher_.SendCompleted(comm->dev, ClassIndex(req->cls), req->posted, total);
     } else {
-      publisher_.RecvCompleted(comm->dev, req->cls, req->posted, total);
+      publisher_.RecvCompleted(comm->dev, ClassIndex(req->cls), req->posted, total);
     }
     if (sizes != nullptr) std::memcpy(sizes, local, sizeof(int) * req->n);
   }
@@ -582,7 +582,9 @@ absl::Status NetCore::CloseComm(void* handle, Kind kind, const char* call) {
   Comm* comm = comms_.Remove(reinterpret_cast<uint64_t>(handle));
   if (comm == nullptr) return LookupComm(handle, kind, call).status();
   for (Request& r : comm->reqs) {
-    if (r.busy.load() && !r.flush) publisher_.Abandoned(comm->dev, r.cls, kind == Kind::kSend, r.posted);
+    if (r.busy.load() && !r.flush) {
+      publisher_.Abandoned(comm->dev, ClassIndex(r.cls), kind == Kind::kSend, r.posted);
+    }
   }
   absl::Status st = kind == Kind::kSend   ? transport_->CloseSend(comm->inner)
                     : kind == Kind::kRecv ? transport_->CloseRecv(comm->inner)

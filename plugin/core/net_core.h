@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/traffic_class.h"
 #include "plugin/abi/net_abi.h"
 #include "plugin/core/handle_table.h"
 #include "plugin/core/transport.h"
@@ -110,7 +111,7 @@ class NetCore {
   void RefreshDeviceProps();
   // Class priority: marks `comm`'s sockets (TOS, SO_PRIORITY) for class
   // `cls` when that differs from what they have.
-  void ApplyClassPriority(Comm& comm, int cls);
+  void ApplyClassPriority(Comm& comm, TrafficClass cls);
 
   std::mutex mu_;
   absl::Status init_status_;         // guarded by mu_

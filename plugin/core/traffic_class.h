@@ -1,10 +1,10 @@
 // Which TriRace traffic class a transfer serves, from the op mask NCCL
 // passes in ncclNetAttr_v11_t (op = 1u << ncclFunc):
-//   Send/Recv/SendRecv                       -> TRIRACE_CLASS_P2P
-//   AllGather/AlltoAll/Gather/Scatter        -> TRIRACE_CLASS_SPARSE
-//   AllReduce/ReduceScatter/Reduce/Broadcast -> TRIRACE_CLASS_DENSE
-//   no hint (0 or NCCL_NET_ATTR_UNDEF)       -> 0 (unattributed)
-// The occupancy segment keeps one counter set per class.
+//   Send/Recv/SendRecv                       -> TrafficClass::kP2P
+//   AllGather/AlltoAll/Gather/Scatter        -> TrafficClass::kSparse
+//   AllReduce/ReduceScatter/Reduce/Broadcast -> TrafficClass::kDense
+//   no hint (0 or NCCL_NET_ATTR_UNDEF)       -> TrafficClass::kOther
+// The occupancy segment keeps one counter set per class, at ClassIndex().
 //
 // Class priority (TRIRACE_NET_CLASS_PRIORITY): with it on, the core marks
 // a send comm's sockets from the class of each send, so that priority
@@ -23,13 +23,15 @@
 #include <cstdint>
 #include <optional>
 
+#include "common/traffic_class.h"
+
 namespace trirace::net {
 
-int ClassForOpMask(uint32_t op);
+TrafficClass ClassForOpMask(uint32_t op);
 
 // The marks of a send of class `cls` (a ClassForOpMask() value):
 // P2P {TOS 0xb8 (DSCP EF), priority 6}, SPARSE {0, 0}, DENSE {0x20 (DSCP
-// CS1), 1}; nullopt for an unattributed send (leave the sockets as they
+// CS1), 1}; nullopt for an unattributed (kOther) send (leave the sockets as they
 // are). Whether class priority is on: NetClassPriorityEnabled()
 // (common/params.h).
 struct ClassMarks {
@@ -37,7 +39,7 @@ struct ClassMarks {
   int priority;
   bool operator==(const ClassMarks&) const = default;
 };
-std::optional<ClassMarks> MarksForClass(int cls);
+std::optional<ClassMarks> MarksForClass(TrafficClass cls);
 
 }  // namespace trirace::net
 

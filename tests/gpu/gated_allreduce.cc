@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
   options.max_hold_ns = 5'000'000;
   sched::Engine engine(std::make_unique<sched::TriracePolicy>(), &launcher, options);
   engine.SetCompletionPoller(&launcher);
-  const sched::ChunkPlan plan = sched::PlanChunks(sched::CollFunc::kAllReduce, count, sizeof(float), 4u << 20);
+  const sched::ChunkPlan plan = sched::PlanChunks(trirace::NcclFunc::kAllReduce, count, sizeof(float), 4u << 20);
   std::vector<EventHandle> chunk_done;
   ok = dev.RecordEvent(*e_in, *user).ok() && dev.StreamWaitEvent(*dedicated, *e_in).ok();
   for (size_t i = 0; ok && i < plan.chunks.size(); ++i) {
@@ -214,7 +214,7 @@ int main(int argc, char** argv) {
     chunk_done.push_back(*done);
     sched::TaskSpec spec;
     spec.comm = 1;
-    spec.traffic_class = sched::TrafficClass::kDense;
+    spec.traffic_class = trirace::TrafficClass::kDense;
     spec.bytes = c.count * sizeof(float);
     spec.chunk_index = static_cast<uint32_t>(i);
     spec.chunk_count = static_cast<uint32_t>(plan.chunks.size());

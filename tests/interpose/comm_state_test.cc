@@ -27,26 +27,26 @@ TEST(CommStateTest, IdsAreEqualForEqualInputsAndDifferOtherwise) {
 TEST(CommStateTest, RoleIsInferredFromTraffic) {
   OpStats p2p;
   EXPECT_EQ(InferRole(p2p), TRIRACE_ROLE_UNKNOWN);
-  CountOp(p2p, Func::kSend, OpClass::kP2P, 100);
-  CountOp(p2p, Func::kRecv, OpClass::kP2P, 100);
+  CountOp(p2p, NcclFunc::kSend, TrafficClass::kP2P, 100);
+  CountOp(p2p, NcclFunc::kRecv, TrafficClass::kP2P, 100);
   EXPECT_EQ(InferRole(p2p), TRIRACE_ROLE_PIPELINE);
 
   OpStats dense;
-  CountOp(dense, Func::kAllReduce, OpClass::kDense, 1024);
+  CountOp(dense, NcclFunc::kAllReduce, TrafficClass::kDense, 1024);
   EXPECT_EQ(InferRole(dense), TRIRACE_ROLE_UNKNOWN);  // small buffers decide nothing
-  CountOp(dense, Func::kAllReduce, OpClass::kDense, kLargeDenseBytes);
-  CountOp(dense, Func::kBroadcast, OpClass::kOther, 8);
+  CountOp(dense, NcclFunc::kAllReduce, TrafficClass::kDense, kLargeDenseBytes);
+  CountOp(dense, NcclFunc::kBroadcast, TrafficClass::kOther, 8);
   EXPECT_EQ(InferRole(dense), TRIRACE_ROLE_DATA_PARALLEL);
 
   OpStats sparse;
-  CountOp(sparse, Func::kAlltoAll, OpClass::kSparse, 1 << 22);
-  CountOp(sparse, Func::kAllReduce, OpClass::kDense, 1 << 22);
+  CountOp(sparse, NcclFunc::kAlltoAll, TrafficClass::kSparse, 1 << 22);
+  CountOp(sparse, NcclFunc::kAllReduce, TrafficClass::kDense, 1 << 22);
   EXPECT_EQ(InferRole(sparse), TRIRACE_ROLE_EXPERT);
 }
 
 TEST(CommStateTest, AnAnnotatedRoleWins) {
   CommState s;
-  CountOp(s.stats, Func::kSend, OpClass::kP2P, 1);
+  CountOp(s.stats, NcclFunc::kSend, TrafficClass::kP2P, 1);
   bool annotated = true;
   EXPECT_EQ(EffectiveRole(s, &annotated), TRIRACE_ROLE_PIPELINE);
   EXPECT_FALSE(annotated);
@@ -56,13 +56,13 @@ TEST(CommStateTest, AnAnnotatedRoleWins) {
 }
 
 TEST(CommStateTest, ClassComesFromTheTagThenTheRoleThenTheFunction) {
-  EXPECT_EQ(ClassifyOp(Func::kAllReduce, TRIRACE_ROLE_PIPELINE, TRIRACE_CLASS_SPARSE), OpClass::kSparse);
-  EXPECT_EQ(ClassifyOp(Func::kAllReduce, TRIRACE_ROLE_PIPELINE, TRIRACE_CLASS_AUTO), OpClass::kP2P);
-  EXPECT_EQ(ClassifyOp(Func::kBroadcast, TRIRACE_ROLE_DATA_PARALLEL, TRIRACE_UNSET), OpClass::kDense);
-  EXPECT_EQ(ClassifyOp(Func::kRecv, TRIRACE_ROLE_UNKNOWN, TRIRACE_UNSET), OpClass::kP2P);
-  EXPECT_EQ(ClassifyOp(Func::kAlltoAll, TRIRACE_ROLE_UNKNOWN, TRIRACE_UNSET), OpClass::kSparse);
-  EXPECT_EQ(ClassifyOp(Func::kReduceScatter, TRIRACE_ROLE_UNKNOWN, TRIRACE_UNSET), OpClass::kDense);
-  EXPECT_EQ(ClassifyOp(Func::kGather, TRIRACE_ROLE_TENSOR, TRIRACE_UNSET), OpClass::kOther);
+  EXPECT_EQ(ClassifyOp(NcclFunc::kAllReduce, TRIRACE_ROLE_PIPELINE, TRIRACE_CLASS_SPARSE), TrafficClass::kSparse);
+  EXPECT_EQ(ClassifyOp(NcclFunc::kAllReduce, TRIRACE_ROLE_PIPELINE, TRIRACE_CLASS_AUTO), TrafficClass::kP2P);
+  EXPECT_EQ(ClassifyOp(NcclFunc::kBroadcast, TRIRACE_ROLE_DATA_PARALLEL, TRIRACE_UNSET), TrafficClass::kDense);
+  EXPECT_EQ(ClassifyOp(NcclFunc::kRecv, TRIRACE_ROLE_UNKNOWN, TRIRACE_UNSET), TrafficClass::kP2P);
+  EXPECT_EQ(ClassifyOp(NcclFunc::kAlltoAll, TRIRACE_ROLE_UNKNOWN, TRIRACE_UNSET), TrafficClass::kSparse);
+  EXPECT_EQ(ClassifyOp(NcclFunc::kReduceScatter, TRIRACE_ROLE_UNKNOWN, TRIRACE_UNSET), TrafficClass::kDense);
+  EXPECT_EQ(ClassifyOp(NcclFunc::kGather, TRIRACE_ROLE_TENSOR, TRIRACE_UNSET), TrafficClass::kOther);
 }
 
 }  // namespace

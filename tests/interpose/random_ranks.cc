@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "common/hash.h"
 #include "trirace/trirace.h"
 
 namespace {
@@ -48,12 +49,7 @@ using StreamSyncFn = ncclResult_t (*)(cudaStream_t);
 StreamCreateFn g_stream_create;
 StreamSyncFn g_stream_sync;
 
-uint64_t Digest(const void* data, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
+uint64_t Digest(const void* data, size_t n) { return trirace::Fnv1a64(data, n); }
 
 size_t TypeSize(ncclDataType_t t) {
   switch (t) {

@@ -12,7 +12,7 @@ namespace {
 TraceRecord Op(uint64_t seq, int64_t start, int64_t end) {
   TraceRecord r;
   r.kind = RecordKind::kOp;
-  r.func = Func::kAllReduce;
+  r.func = NcclFunc::kAllReduce;
   r.comm_index = 1;
   r.seq = seq;
   r.count = 256;

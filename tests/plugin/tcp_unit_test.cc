@@ -99,10 +99,10 @@ TEST(NetPluginWire, PartsCoverTheMessageExactly) {
 }
 
 TEST(NetPluginTrafficClass, ClassPriorityPutsP2PInTheFirstBandAndDenseInTheLast) {
-  EXPECT_EQ(MarksForClass(TRIRACE_CLASS_P2P), (ClassMarks{0xb8, 6}));  // EF, pfifo_fast band 0
-  EXPECT_EQ(MarksForClass(TRIRACE_CLASS_SPARSE), (ClassMarks{0, 0}));  // band 1
-  EXPECT_EQ(MarksForClass(TRIRACE_CLASS_DENSE), (ClassMarks{0x20, 1}));  // CS1, band 2
-  EXPECT_EQ(MarksForClass(0), std::nullopt);  // unattributed: untouched
+  EXPECT_EQ(MarksForClass(TrafficClass::kP2P), (ClassMarks{0xb8, 6}));  // EF, pfifo_fast band 0
+  EXPECT_EQ(MarksForClass(TrafficClass::kSparse), (ClassMarks{0, 0}));  // band 1
+  EXPECT_EQ(MarksForClass(TrafficClass::kDense), (ClassMarks{0x20, 1}));  // CS1, band 2
+  EXPECT_EQ(MarksForClass(TrafficClass::kOther), std::nullopt);  // unattributed: untouched
 }
 
 TEST(NetPluginTrafficClass, PriorityIsThePrecedenceBits) {
@@ -112,14 +112,14 @@ TEST(NetPluginTrafficClass, PriorityIsThePrecedenceBits) {
 }
 
 TEST(NetPluginClasses, OpMasksMapToTrafficClasses) {
-  EXPECT_EQ(ClassForOpMask(1u << TRIRACE_NCCL_FUNC_SEND), TRIRACE_CLASS_P2P);
-  EXPECT_EQ(ClassForOpMask(1u << TRIRACE_NCCL_FUNC_RECV), TRIRACE_CLASS_P2P);
-  EXPECT_EQ(ClassForOpMask(1u << TRIRACE_NCCL_FUNC_ALLGATHER), TRIRACE_CLASS_SPARSE);
-  EXPECT_EQ(ClassForOpMask(1u << TRIRACE_NCCL_FUNC_ALLTOALL), TRIRACE_CLASS_SPARSE);
-  EXPECT_EQ(ClassForOpMask(1u << TRIRACE_NCCL_FUNC_ALLREDUCE), TRIRACE_CLASS_DENSE);
-  EXPECT_EQ(ClassForOpMask(1u << TRIRACE_NCCL_FUNC_REDUCESCATTER), TRIRACE_CLASS_DENSE);
-  EXPECT_EQ(ClassForOpMask(static_cast<uint32_t>(NCCL_NET_ATTR_UNDEF)), 0);
-  EXPECT_EQ(ClassForOpMask(0), 0);
+  EXPECT_EQ(ClassForOpMask(1u << TRIRACE_NCCL_FUNC_SEND), TrafficClass::kP2P);
+  EXPECT_EQ(ClassForOpMask(1u << TRIRACE_NCCL_FUNC_RECV), TrafficClass::kP2P);
+  EXPECT_EQ(ClassForOpMask(1u << TRIRACE_NCCL_FUNC_ALLGATHER), TrafficClass::kSparse);
+  EXPECT_EQ(ClassForOpMask(1u << TRIRACE_NCCL_FUNC_ALLTOALL), TrafficClass::kSparse);
+  EXPECT_EQ(ClassForOpMask(1u << TRIRACE_NCCL_FUNC_ALLREDUCE), TrafficClass::kDense);
+  EXPECT_EQ(ClassForOpMask(1u << TRIRACE_NCCL_FUNC_REDUCESCATTER), TrafficClass::kDense);
+  EXPECT_EQ(ClassForOpMask(static_cast<uint32_t>(NCCL_NET_ATTR_UNDEF)), TrafficClass::kOther);
+  EXPECT_EQ(ClassForOpMask(0), TrafficClass::kOther);
 }
 
 TEST(NetPluginInterfaces, AutoSocketCountStripesOnlyOnLoopbackAndFastLinks) {

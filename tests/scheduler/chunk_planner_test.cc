@@ -10,20 +10,20 @@ namespace {
 constexpr uint64_t kMiB = 1 << 20;
 
 TEST(ChunkPlannerTest, SmallOrUnsplittableOpsAreOneChunk) {
-  EXPECT_EQ(PlanChunks(CollFunc::kAllReduce, 1024, 4, 4 * kMiB).chunks, (std::vector<Chunk>{{0, 1024}}));
-  EXPECT_EQ(PlanChunks(CollFunc::kAllReduce, kMiB, 4, 4 * kMiB).chunks.size(), 1u) << "exactly chunk_bytes";
-  EXPECT_EQ(PlanChunks(CollFunc::kAllReduce, 64 * kMiB, 4, 0).chunks.size(), 1u) << "0 disables";
-  for (CollFunc f : {CollFunc::kReduceScatter, CollFunc::kAllGather, CollFunc::kAllToAll, CollFunc::kGather,
-                     CollFunc::kScatter, CollFunc::kSend, CollFunc::kRecv, CollFunc::kOther}) {
-    EXPECT_EQ(PlanChunks(f, 64 * kMiB, 4, kMiB).chunks, (std::vector<Chunk>{{0, 64 * kMiB}})) << CollFuncName(f);
+  EXPECT_EQ(PlanChunks(NcclFunc::kAllReduce, 1024, 4, 4 * kMiB).chunks, (std::vector<Chunk>{{0, 1024}}));
+  EXPECT_EQ(PlanChunks(NcclFunc::kAllReduce, kMiB, 4, 4 * kMiB).chunks.size(), 1u) << "exactly chunk_bytes";
+  EXPECT_EQ(PlanChunks(NcclFunc::kAllReduce, 64 * kMiB, 4, 0).chunks.size(), 1u) << "0 disables";
+  for (NcclFunc f : {NcclFunc::kReduceScatter, NcclFunc::kAllGather, NcclFunc::kAlltoAll, NcclFunc::kGather,
+                     NcclFunc::kScatter, NcclFunc::kSend, NcclFunc::kRecv}) {
+    EXPECT_EQ(PlanChunks(f, 64 * kMiB, 4, kMiB).chunks, (std::vector<Chunk>{{0, 64 * kMiB}})) << NcclFuncName(f);
   }
-  EXPECT_EQ(PlanChunks(CollFunc::kAllReduce, 0, 4, kMiB).chunks, (std::vector<Chunk>{{0, 0}}));
+  EXPECT_EQ(PlanChunks(NcclFunc::kAllReduce, 0, 4, kMiB).chunks, (std::vector<Chunk>{{0, 0}}));
 }
 
-TEST(ChunkPlannerTest, SplitsAllReduceReduceAndBroadcast) {
-  for (CollFunc f : {CollFunc::kAllReduce, CollFunc::kReduce, CollFunc::kBroadcast}) {
+TEST(ChunkPlannerTest, SplitsAllReduceReduceAndBothBroadcasts) {
+  for (NcclFunc f : {NcclFunc::kAllReduce, NcclFunc::kReduce, NcclFunc::kBroadcast, NcclFunc::kBcast}) {
     const ChunkPlan plan = PlanChunks(f, 10 * kMiB / 4, 4, 4 * kMiB);  // 10 MiB of floats
-    ASSERT_EQ(plan.chunks.size(), 3u) << CollFuncName(f);
+    ASSERT_EQ(plan.chunks.size(), 3u) << NcclFuncName(f);
     EXPECT_EQ(plan.chunks[0], (Chunk{0, kMiB}));
     EXPECT_EQ(plan.chunks[1], (Chunk{kMiB, kMiB}));
     EXPECT_EQ(plan.chunks[2], (Chunk{2 * kMiB, kMiB / 2}));
@@ -31,14 +31,14 @@ TEST(ChunkPlannerTest, SplitsAllReduceReduceAndBroadcast) {
 }
 
 TEST(ChunkPlannerTest, NeverMoreThanTheMaximumChunks) {
-  const ChunkPlan plan = PlanChunks(CollFunc::kAllReduce, uint64_t{1} << 34, 2, 4096);
+  const ChunkPlan plan = PlanChunks(NcclFunc::kAllReduce, uint64_t{1} << 34, 2, 4096);
   EXPECT_LE(plan.chunks.size(), kMaxChunksPerOp);
   EXPECT_GT(plan.chunks.size(), kMaxChunksPerOp / 2);
 }
 
 TEST(ChunkPlannerTest, HugeCountDoesNotOverflow) {
   const uint64_t count = ~uint64_t{0} / 2;
-  const ChunkPlan plan = PlanChunks(CollFunc::kAllReduce, count, 8, 4 * kMiB);
+  const ChunkPlan plan = PlanChunks(NcclFunc::kAllReduce, count, 8, 4 * kMiB);
   uint64_t covered = 0;
   for (const Chunk& c : plan.chunks) covered += c.count;
   EXPECT_EQ(covered, count);
@@ -47,7 +47,7 @@ TEST(ChunkPlannerTest, HugeCountDoesNotOverflow) {
 
 // Sweep over (func, count, dtype size, chunk bytes).
 class ChunkPlanSweep
-    : public ::testing::TestWithParam<std::tuple<CollFunc, uint64_t, size_t, uint64_t>> {};
+    : public ::testing::TestWithParam<std::tuple<NcclFunc, uint64_t, size_t, uint64_t>> {};
 
 TEST_P(ChunkPlanSweep, CoversTheBufferExactlyAlignedAndDeterministically) {
   const auto [func, count, dtype, chunk_bytes] = GetParam();
@@ -79,7 +79,7 @@ TEST_P(ChunkPlanSweep, CoversTheBufferExactlyAlignedAndDeterministically) {
 
 INSTANTIATE_TEST_SUITE_P(
     Grid, ChunkPlanSweep,
-    ::testing::Combine(::testing::Values(CollFunc::kAllReduce, CollFunc::kBroadcast, CollFunc::kAllGather),
+    ::testing::Combine(::testing::Values(NcclFunc::kAllReduce, NcclFunc::kBroadcast, NcclFunc::kAllGather),
                        ::testing::Values(uint64_t{1000}, uint64_t{262144}, uint64_t{1000003}, uint64_t{50000017}),
                        ::testing::Values(size_t{1}, size_t{2}, size_t{3}, size_t{8}),
                        ::testing::Values(uint64_t{0}, uint64_t{4096}, uint64_t{1000000}, uint64_t{4 * kMiB})));

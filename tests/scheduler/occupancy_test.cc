@@ -11,9 +11,8 @@
 #include "common/env_guard.h"
 #include "common/logging.h"
 #include "scheduler/engine.h"
-#include "scheduler/plugin_occupancy.h"
 #include "scheduler/sysfs_occupancy.h"
-#include "support/subprocess.h"
+#include "support/fake_sysfs.h"
 
 namespace trirace::sched {
 namespace {
@@ -22,35 +21,7 @@ using ::testing::HasSubstr;
 
 constexpr int64_t kMs = 1'000'000;
 
-// A fake /sys/class/net with statistics files that can be rewritten in place
-// (same inode, as sysfs counters are).
-class FakeSysfs {
- public:
-  FakeSysfs() : root_(testing_support::MakeTempDir("trirace-sysfs-")) {}
-  ~FakeSysfs() { std::filesystem::remove_all(root_); }
-  void Set(const std::string& iface, uint64_t tx, uint64_t rx) {
-    std::filesystem::create_directories(root_ + "/" + iface + "/statistics");
-    Write(root_ + "/" + iface + "/statistics/tx_bytes", tx);
-    Write(root_ + "/" + iface + "/statistics/rx_bytes", rx);
-  }
-  void WriteRaw(const std::string& path, const std::string& text) {
-    const int fd = ::open((root_ + "/" + path).c_str(), O_WRONLY | O_TRUNC);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-    ::close(fd);
-  }
-  const std::string& root() const { return root_; }
-
- private:
-  static void Write(const std::string& path, uint64_t v) {
-    const std::string text = std::to_string(v) + "\n";
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-    ::close(fd);
-  }
-  std::string root_;
-};
+using testing_support::FakeSysfs;
 
 TEST(SysfsOccupancyTest, ReadsCountersOfEachInterface) {
   FakeSysfs sys;
@@ -117,26 +88,6 @@ TEST(RateMeterTest, RatesFromTwoSnapshotsUseTheBusierDirection) {
   EXPECT_DOUBLE_EQ(rates[0].ours_bytes_per_s, 500);
   EXPECT_TRUE(meter.Update({3000 * kMs, {{.device = "eth0", .tx_bytes = 1, .rx_bytes = 1}}}).empty())
       << "a counter that went backwards restarts";
-}
-
-TEST(MakeOccupancyReaderTest, PicksTheBackendByName) {
-  FakeSysfs sys;
-  sys.Set("veth1", 0, 0);
-  EnvGuard env;
-  env.Set("TRIRACE_JOB_ID", "occ-test-" + std::to_string(getpid())).Apply();  // a job with no segment
-  auto none = MakeOccupancyReader("none", {"veth1"}, sys.root());
-  ASSERT_TRUE(none.ok());
-  EXPECT_EQ(*none, nullptr);
-  auto sysfs = MakeOccupancyReader("sysfs", {"veth1"}, sys.root());
-  ASSERT_TRUE(sysfs.ok()) << sysfs.status();
-  EXPECT_EQ((*sysfs)->name(), "sysfs");
-  auto fallback = MakeOccupancyReader("auto", {"veth1"}, sys.root());
-  ASSERT_TRUE(fallback.ok()) << fallback.status();
-  EXPECT_EQ((*fallback)->name(), "sysfs") << "no plugin segment: auto falls back to the counters";
-  EXPECT_FALSE(MakeOccupancyReader("plugin", {"veth1"}, sys.root()).ok());
-  auto bad = MakeOccupancyReader("psychic", {"veth1"}, sys.root());
-  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(bad.status().message(), HasSubstr("'psychic' is not one of auto, plugin, sysfs, none"));
 }
 
 // Holds everything and records what the links looked like.
@@ -243,13 +194,6 @@ TEST(EngineOccupancyTest, ATransientReaderMissIsQuietAndAFailureWarnsOnce) {
   ASSERT_EQ(failed.size(), 1u) << "one warning for three failed reads";
   EXPECT_THAT(failed[0], HasSubstr("occupancy reader failing"));
   EXPECT_THAT(failed[0], HasSubstr("no sample this time"));
-}
-
-TEST(PluginOccupancyTest, NoSegmentIsAnErrorNotACrash) {
-  EnvGuard env;
-  env.Set("TRIRACE_JOB_ID", "no-such-job-" + std::to_string(getpid())).Apply();
-  auto reader = OpenPluginOccupancyReader();
-  EXPECT_FALSE(reader.ok());
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
+#include "common/hash.h"
 #include "common/logging.h"
 #include "common/params.h"
 #include "common/status.h"
@@ -43,8 +44,7 @@ int TrafficClassOf(void* inner_ctx) {
 
 std::optional<uint64_t> TokenFromText(absl::string_view text) {
   if (text.empty()) return std::nullopt;
-  uint64_t h = 1469598103934665603ull;  // FNV-1a 64
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  const uint64_t h = Fnv1a64Text(std::string_view(text.data(), text.size()));
   return h == 0 ? 1 : h;
 }
 

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "common/hash.h"
 #include "plugin/abi/net_abi.h"
 #include "plugin/transport/tcp/socket.h"
 
@@ -85,13 +86,6 @@ struct RejectFrame {
   uint64_t posted_size;
 };
 static_assert(sizeof(RejectFrame) == 24);
-
-inline uint32_t Fnv1a32(const void* data, size_t len) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  uint32_t h = 2166136261u;
-  for (size_t i = 0; i < len; ++i) h = (h ^ p[i]) * 16777619u;
-  return h;
-}
 
 inline uint32_t HandleChecksum(const ConnectHandle& h) {
   return Fnv1a32(&h, offsetof(ConnectHandle, checksum));

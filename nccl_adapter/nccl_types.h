@@ -2,8 +2,8 @@
 // short names for logs and traces.
 //
 // Thread safety: stateless.
-#ifndef TRIRACE_COMMON_NCCL_TYPES_H_
-#define TRIRACE_COMMON_NCCL_TYPES_H_
+#ifndef TRIRACE_NCCL_ADAPTER_NCCL_TYPES_H_
+#define TRIRACE_NCCL_ADAPTER_NCCL_TYPES_H_
 
 #include <cstddef>
 
@@ -21,4 +21,4 @@ absl::string_view RedOpName(ncclRedOp_t op);
 
 }  // namespace trirace
 
-#endif  // TRIRACE_COMMON_NCCL_TYPES_H_
+#endif  // TRIRACE_NCCL_ADAPTER_NCCL_TYPES_H_

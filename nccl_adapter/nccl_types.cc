@@ -1,4 +1,4 @@
-#include "common/nccl_types.h"
+#include "nccl_adapter/nccl_types.h"
 
 namespace trirace {
 

@@ -12,13 +12,12 @@
 // under its sequence lock), so totals and this process's share are
 // consistent with each other.
 //
-// Built when the build has the trirace_occupancy reader library (the plugin
-// module and the trirace tool add it); without it
-// OpenPluginOccupancyReader() returns FailedPrecondition saying so.
+// Lives in interpose/, where params, readers and the engine are wired
+// together, so that scheduler/ does not link the plugin's reader library.
 //
 // Thread safety: one thread at a time.
-#ifndef TRIRACE_SCHEDULER_PLUGIN_OCCUPANCY_H_
-#define TRIRACE_SCHEDULER_PLUGIN_OCCUPANCY_H_
+#ifndef TRIRACE_INTERPOSE_PLUGIN_OCCUPANCY_H_
+#define TRIRACE_INTERPOSE_PLUGIN_OCCUPANCY_H_
 
 #include <memory>
 #include <string>
@@ -27,13 +26,13 @@
 #include "common/clock.h"
 #include "scheduler/occupancy_reader.h"
 
-namespace trirace::sched {
+namespace trirace::interpose {
 
 // Opens the segment of `job` ("" = the default job, as occupancy.h says).
 // NotFound when no segment exists yet (no plugin published on this host).
-absl::StatusOr<std::unique_ptr<OccupancyReader>> OpenPluginOccupancyReader(
+absl::StatusOr<std::unique_ptr<sched::OccupancyReader>> OpenPluginOccupancyReader(
     const std::string& job = "", const Clock* clock = &RealClock::Get());
 
-}  // namespace trirace::sched
+}  // namespace trirace::interpose
 
-#endif  // TRIRACE_SCHEDULER_PLUGIN_OCCUPANCY_H_
+#endif  // TRIRACE_INTERPOSE_PLUGIN_OCCUPANCY_H_

@@ -1,4 +1,4 @@
-#include "scheduler/plugin_occupancy.h"
+#include "interpose/plugin_occupancy.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "trirace/occupancy.h"
 
-namespace trirace::sched {
+namespace trirace::interpose {
 namespace {
 
 void AddCounters(const trirace_occ_nic_t& nic, uint64_t* tx, uint64_t* rx) {
@@ -18,7 +18,7 @@ void AddCounters(const trirace_occ_nic_t& nic, uint64_t* tx, uint64_t* rx) {
   }
 }
 
-class PluginOccupancyReader final : public OccupancyReader {
+class PluginOccupancyReader final : public sched::OccupancyReader {
  public:
   PluginOccupancyReader(trirace_occ_reader_t* reader, const Clock* clock)
       : reader_(reader), clock_(clock), proc_(std::make_unique<trirace_occ_proc_t>()) {}
@@ -30,8 +30,8 @@ class PluginOccupancyReader final : public OccupancyReader {
 
   // One pass over the process slots, each copied once under its sequence
   // lock, so the totals and this process's share come from the same copies.
-  absl::StatusOr<OccupancySnapshot> Read() override {
-    OccupancySnapshot out;
+  absl::StatusOr<sched::OccupancySnapshot> Read() override {
+    sched::OccupancySnapshot out;
     out.time_ns = clock_->NowNs();
     const int32_t self = static_cast<int32_t>(getpid());
     bool have_own = false;
@@ -49,8 +49,8 @@ class PluginOccupancyReader final : public OccupancyReader {
       for (uint32_t n = 0; n < proc_->num_nics && n < TRIRACE_OCC_MAX_NICS; ++n) {
         const trirace_occ_nic_t& nic = proc_->nics[n];
         const std::string name(nic.name, strnlen(nic.name, sizeof nic.name));
-        DeviceCounters* c = nullptr;
-        for (DeviceCounters& d : out.devices) {
+        sched::DeviceCounters* c = nullptr;
+        for (sched::DeviceCounters& d : out.devices) {
           if (d.device == name) c = &d;
         }
         if (c == nullptr) {
@@ -63,7 +63,7 @@ class PluginOccupancyReader final : public OccupancyReader {
     }
     // Without a slot of its own this process's traffic does not go through
     // the plugin: its share is unknown, not zero.
-    for (DeviceCounters& d : out.devices) {
+    for (sched::DeviceCounters& d : out.devices) {
       d.has_ours = have_own;
       if (!have_own) d.ours_tx_bytes = d.ours_rx_bytes = 0;
     }
@@ -78,7 +78,7 @@ class PluginOccupancyReader final : public OccupancyReader {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<OccupancyReader>> OpenPluginOccupancyReader(const std::string& job,
+absl::StatusOr<std::unique_ptr<sched::OccupancyReader>> OpenPluginOccupancyReader(const std::string& job,
                                                                           const Clock* clock) {
   trirace_occ_reader_t* reader = nullptr;
   const int rc = trirace_occ_open(job.empty() ? nullptr : job.c_str(), &reader);
@@ -90,4 +90,4 @@ absl::StatusOr<std::unique_ptr<OccupancyReader>> OpenPluginOccupancyReader(const
   return std::make_unique<PluginOccupancyReader>(reader, clock);
 }
 
-}  // namespace trirace::sched
+}  // namespace trirace::interpose

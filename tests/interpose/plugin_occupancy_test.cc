@@ -2,7 +2,7 @@
 // process publishes through it, a second live process's slot is written by
 // hand (its traffic is foreign to us), and the reader reports both.
 // Built when the trirace_occupancy library is.
-#include "scheduler/plugin_occupancy.h"
+#include "interpose/plugin_occupancy.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -20,7 +20,7 @@
 #include "plugin/occupancy/segment.h"
 #include "trirace/trirace.h"
 
-namespace trirace::sched {
+namespace trirace::interpose {
 namespace {
 
 class SegmentGuard {
@@ -78,7 +78,7 @@ TEST(PluginOccupancyTest, ReportsTheJobsTrafficAndThisProcesssShare) {
   ASSERT_TRUE(reader.ok()) << reader.status();
   EXPECT_EQ((*reader)->name(), "plugin");
   // The publisher copies its counters every 200 us: wait for that copy.
-  OccupancySnapshot snap;
+  sched::OccupancySnapshot snap;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {
     auto s = (*reader)->Read();
@@ -88,7 +88,7 @@ TEST(PluginOccupancyTest, ReportsTheJobsTrafficAndThisProcesssShare) {
     std::this_thread::yield();
   }
   ASSERT_EQ(snap.devices.size(), 1u);
-  const DeviceCounters& eth7 = snap.devices[0];
+  const sched::DeviceCounters& eth7 = snap.devices[0];
   EXPECT_EQ(snap.time_ns, 123);
   EXPECT_EQ(eth7.device, "eth7");
   EXPECT_EQ(eth7.tx_bytes, 6000u) << "ours (1000) + the other process's (5000)";
@@ -134,4 +134,4 @@ TEST(PluginOccupancyTest, AMissingSegmentIsNotFound) {
 }
 
 }  // namespace
-}  // namespace trirace::sched
+}  // namespace trirace::interpose

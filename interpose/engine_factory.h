@@ -1,0 +1,53 @@
+// Where the TRIRACE_* parameters become scheduler objects: the policy
+// (TRIRACE_POLICY), the occupancy reader (TRIRACE_OCCUPANCY) and a ready
+// engine with the links of the NIC link model. scheduler/ holds the
+// implementations and knows nothing of params-to-object choices or of the
+// plugin's reader library; this file is the one place that picks them.
+//
+//   auto model = std::make_shared<sched::NicLinkModel>(sched::NicLinkModel::Options::FromParams());
+//   absl::StatusOr<std::unique_ptr<sched::Engine>> engine = MakeEngineFromParams(&gates, *model);
+//
+// An occupancy source that cannot be opened is not an error: the engine
+// runs without occupancy input and one INFO line says why (TRIRACE_OCCUPANCY
+// =plugin|sysfs make it a WARN).
+//
+// Thread safety: call once per engine; the result is thread-safe (engine.h).
+#ifndef TRIRACE_INTERPOSE_ENGINE_FACTORY_H_
+#define TRIRACE_INTERPOSE_ENGINE_FACTORY_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scheduler/engine.h"
+#include "scheduler/link_model.h"
+#include "scheduler/occupancy_reader.h"
+#include "scheduler/policy.h"
+
+namespace trirace::interpose {
+
+// fifo, priority, trirace or adversarial, configured from the params
+// registry. An unknown name is InvalidArgument naming it and the choices.
+absl::StatusOr<std::unique_ptr<sched::Policy>> MakePolicy(std::string_view name);
+
+// The reader TRIRACE_OCCUPANCY asks for: "plugin" (the net plugin's segment;
+// an error if it cannot be opened), "sysfs" (the counters of `interfaces`),
+// "auto" (plugin when its segment opens, else sysfs), "none" (nullptr).
+// `sysfs_root` is /sys/class/net.
+absl::StatusOr<std::unique_ptr<sched::OccupancyReader>> MakeOccupancyReader(
+    std::string_view source, const std::vector<std::string>& interfaces,
+    const std::string& sysfs_root = "/sys/class/net");
+
+// An engine with the policy of TRIRACE_POLICY, `options`, the links of
+// `model` and the occupancy reader of TRIRACE_OCCUPANCY on the local NIC.
+// Links added later by `model` (new hosts) must be added with AddLink by the
+// caller, in the model's order.
+absl::StatusOr<std::unique_ptr<sched::Engine>> MakeEngineFromParams(
+    sched::GateOpener* opener, const sched::NicLinkModel& model,
+    sched::EngineOptions options = sched::EngineOptions::FromParams());
+
+}  // namespace trirace::interpose
+
+#endif  // TRIRACE_INTERPOSE_ENGINE_FACTORY_H_
