@@ -1,5 +1,5 @@
-// CommLane and GateTicket: the per-communicator machinery of the gated
-// launch (gated_launcher.h).
+// CommLane: the per-communicator machinery of the gated launch
+// (gated_launcher.h); the tickets that flow through it are in gate_ticket.h.
 //
 // A CommLane is created on a comm's first gated op and kept for the process
 // (CommState::lane). It owns the comm's dedicated stream D, two reusable
@@ -11,17 +11,9 @@
 // use was opened: with more than kGateSlots gates of one comm still closed the
 // next op runs ungated (AcquireGate says so).
 //
-// A GateTicket is one unit the engine knows as a task: a gated op, one chunk
-// of it, a gated user group, or an ungated P2P op (tracked for link state).
-// Three parties hold it: the engine's release (OpenGate), the completion
-// callback on the stream, and the watchdog (gate_watchdog.h). Each calls
-// Arrive() with its bit once; the second of release/completion tells the
-// engine the task completed, and the last of the three frees the ticket.
-//
 // Thread safety: CommLane::mu serialises the issue path of one comm (stream
 // operations must reach the streams in one order); gate words are atomics;
-// the watch list has its own lock (the watchdog never takes mu). Tickets are
-// shared as described above.
+// the watch list has its own lock (the watchdog never takes mu).
 #ifndef TRIRACE_INTERPOSE_COMM_LANE_H_
 #define TRIRACE_INTERPOSE_COMM_LANE_H_
 
@@ -34,46 +26,17 @@
 
 #include "interpose/comm_state.h"
 #include "interpose/device/device.h"
+#include "interpose/gate_ticket.h"
 #include "interpose/trace_record.h"
 #include "scheduler/task.h"
 
 namespace trirace::interpose {
-
-class GatedLauncher;
 
 // Raises gate word `index` to `value` (cyclic compare); false when it was
 // already open for `value`.
 bool OpenGateWord(const device::GateBlock& gates, size_t index, uint32_t value);
 // True when word `index` is open for `value`.
 bool GateWordOpen(const device::GateBlock& gates, size_t index, uint32_t value);
-
-struct GateTicket {
-  static constexpr uint32_t kReleased = 1;  // the engine opened the gate (or it had none)
-  static constexpr uint32_t kDone = 2;      // the stream ran past the unit
-  static constexpr uint32_t kWatched = 4;   // the watchdog is done with it
-  static constexpr uint32_t kAll = 7;
-
-  GatedLauncher* launcher = nullptr;
-  CommLane* lane = nullptr;  // nullptr: no gate (P2P on the user stream)
-  sched::TaskId task = 0;
-  bool gated = false;
-  uint32_t slot = 0;
-  uint32_t value = 0;
-  std::atomic<uint32_t> arrived{0};
-  std::atomic<int> streams_left{1};  // completion callbacks still to come
-  // First opener writes these, before opening the word.
-  std::atomic<int64_t> release_ns{0};
-  int16_t reason = -1;  // sched::ReleaseReason, written with release_ns
-  uint32_t chunk_index = 0;
-  uint32_t chunk_count = 1;
-  CommState* state = nullptr;
-  std::vector<TraceRecord> records;  // finished at completion
-};
-
-// Records `bit` (kReleased, kDone or kWatched) on `ticket`; tells the engine
-// the task completed once both kReleased and kDone are in; frees the ticket
-// after the last bit. Defined in gated_launcher.cc.
-void Arrive(GateTicket* ticket, uint32_t bit);
 
 // One gate the watchdog must see open by `deadline_ns`.
 struct WatchEntry {

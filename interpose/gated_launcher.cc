@@ -1,3 +1,7 @@
+// GatedLauncher: creation from the params, the per-op dispatch, and the
+// ticket hand-offs with the engine (Submit, OpenGate, TicketDone). The
+// chunked launch is in gated_launch_chunked.cc, user groups in
+// gated_launch_group.cc.
 #include "interpose/gated_launcher.h"
 
 #include <cstdlib>
@@ -11,64 +15,12 @@
 #include "common/logging.h"
 #include "common/params.h"
 #include "interpose/engine_factory.h"
-#include "scheduler/chunk_planner.h"
 
 namespace trirace::interpose {
-namespace {
 
-void OnUnitDone(void* p) {
+void TicketDoneCallback(void* p) {
   auto* t = static_cast<GateTicket*>(p);
-  t->launcher->UnitDone(t);
-}
-
-const void* Advance(const void* p, size_t bytes) {
-  return p == nullptr ? nullptr : static_cast<const char*>(p) + bytes;
-}
-void* Advance(void* p, size_t bytes) { return p == nullptr ? nullptr : static_cast<char*>(p) + bytes; }
-
-// Stamps the first opening of a ticket's gate.
-void MarkRelease(GateTicket* t, sched::ReleaseReason reason) {
-  int64_t unset = 0;
-  const int64_t now = MonotonicNs();
-  if (t->release_ns.compare_exchange_strong(unset, now, std::memory_order_acq_rel)) {
-    t->reason = static_cast<int16_t>(reason);
-  }
-}
-
-}  // namespace
-
-struct GatedLauncher::Group {
-  enum class Kind { kNone, kPassthrough, kGated, kP2P };
-  Kind kind = Kind::kNone;
-  CommLane* lane = nullptr;
-  CommState* state = nullptr;
-  std::vector<device::StreamHandle> streams;  // user streams involved, once each
-  std::vector<TraceRecord> records;           // taken records, in call order
-  TrafficClass traffic_class = TrafficClass::kDense;
-  uint64_t bytes = 0;
-  TraceRecord first;  // the first op's record: tag and comm for the task
-
-  void AddStream(cudaStream_t s) {
-    for (device::StreamHandle x : streams) {
-      if (x == s) return;
-    }
-    streams.push_back(s);
-  }
-};
-
-namespace {
-thread_local GatedLauncher::Group t_group_state;  // the calling thread's outermost user group
-}  // namespace
-
-void Arrive(GateTicket* t, uint32_t bit) {
-  constexpr uint32_t kBoth = GateTicket::kReleased | GateTicket::kDone;
-  const uint32_t before = t->arrived.fetch_or(bit, std::memory_order_acq_rel);
-  const uint32_t after = before | bit;
-  if ((bit & kBoth) != 0 && (after & kBoth) == kBoth && (before & kBoth) != kBoth) {
-    // Fails only for a task the engine already dropped at shutdown.
-    t->launcher->engine().Complete(t->task).IgnoreError();
-  }
-  if (after == GateTicket::kAll) delete t;
+  t->launcher->TicketDone(t);
 }
 
 uint32_t ParseExcludedRoles(absl::string_view text, std::string* bad) {
@@ -131,9 +83,9 @@ void GatedLauncher::Shutdown() {
   // work still on the streams report to it.
   engine_->Stop();
   const Stats s = stats();
-  TRIRACE_INFO(INTERPOSE, "schedule mode (%s policy): %d gated units, %d ungated, %d ops passed through; "
+  TRIRACE_INFO(INTERPOSE, "schedule mode (%s policy): %d gated tickets, %d ungated, %d ops passed through; "
                "%d released at the hold bound by the engine, %d by the watchdog; longest hold %.3f ms; engine "
-               "thread CPU %.3f ms", std::string(engine_->policy_name()), s.gated_units, s.ungated_units,
+               "thread CPU %.3f ms", std::string(engine_->policy_name()), s.gated_tickets, s.ungated_tickets,
                s.passthrough, s.engine.held_to_bound, s.watchdog_opens, s.engine.longest_hold_ns / 1e6,
                s.engine.thread_cpu_ns / 1e6);
 }
@@ -181,12 +133,7 @@ sched::TaskSpec GatedLauncher::SpecFor(const TraceRecord& base, uint64_t bytes, 
   spec.traffic_class = static_cast<TrafficClass>(base.op_class);
   spec.bytes = bytes;
   spec.links = local_links_;
-  spec.tag.layer = base.tag.layer;
-  spec.tag.stage = base.tag.stage;
-  spec.tag.micro_batch = base.tag.micro_batch;
-  spec.tag.phase = base.tag.phase;
-  spec.tag.iteration = base.tag.iteration;
-  spec.tag.priority = base.tag.priority;
+  spec.tag = base.tag;
   return spec;
 }
 
@@ -197,7 +144,7 @@ bool GatedLauncher::Submit(GateTicket* t, sched::TaskSpec spec, int64_t call_ns)
   spec.chunk_index = t->chunk_index;
   spec.chunk_count = t->chunk_count;
   t->arrived.store(t->gated ? 0 : GateTicket::kReleased | GateTicket::kWatched, std::memory_order_relaxed);
-  (t->gated ? gated_units_ : ungated_units_).fetch_add(1, std::memory_order_relaxed);
+  (t->gated ? gated_tickets_ : ungated_tickets_).fetch_add(1, std::memory_order_relaxed);
   t->task = engine_->ReserveId();
   engine_->Submit(std::move(spec), t->task);
   if (!t->gated) return true;
@@ -221,7 +168,7 @@ void GatedLauncher::OpenGate(const sched::ReleasedTask& task) {
   Arrive(t, GateTicket::kReleased);
 }
 
-void GatedLauncher::UnitDone(GateTicket* t) {
+void GatedLauncher::TicketDone(GateTicket* t) {
   if (t->streams_left.fetch_sub(1, std::memory_order_acq_rel) > 1) return;
   const int64_t now = MonotonicNs();
   const int64_t release = t->release_ns.load(std::memory_order_acquire);
@@ -239,39 +186,7 @@ void GatedLauncher::UnitDone(GateTicket* t) {
 }
 
 ncclResult_t GatedLauncher::Launch(const Op& op, OpRecording* rec) {
-  if (op.group_id != 0) {
-    Group& g = t_group_state;
-    if (g.kind == Group::Kind::kNone) {
-      g.kind = Group::Kind::kPassthrough;
-      if (CanGate(op)) {
-        if (IsPointToPoint(op.func)) {
-          g.kind = Group::Kind::kP2P;
-        } else if ((g.lane = LaneFor(op.state)) != nullptr) {
-          g.kind = Group::Kind::kGated;
-        }
-      }
-      g.state = op.state;
-      g.first = *rec->record;
-      g.traffic_class = static_cast<TrafficClass>(rec->record->op_class);
-    }
-    if (g.kind == Group::Kind::kPassthrough) {
-      passthrough_.fetch_add(1, std::memory_order_relaxed);
-      return CallReal(real_, op);
-    }
-    Op issued = op;
-    if (g.kind == Group::Kind::kGated && CanGate(op) && op.state->device == g.lane->device()) {
-      issued.stream = static_cast<cudaStream_t>(g.lane->stream());
-    }
-    const ncclResult_t r = CallReal(real_, issued);
-    rec->taken = true;
-    sink_->RecordStarted();
-    g.records.push_back(*rec->record);
-    g.records.back().result = r;
-    g.AddStream(op.stream);
-    g.bytes += op.bytes;
-    g.traffic_class = MoreUrgent(g.traffic_class, static_cast<TrafficClass>(rec->record->op_class));
-    return r;
-  }
+  if (op.group_id != 0) return LaunchInGroup(op, rec);
   if (!CanGate(op)) {
     passthrough_.fetch_add(1, std::memory_order_relaxed);
     return CallReal(real_, op);
@@ -298,170 +213,12 @@ ncclResult_t GatedLauncher::Launch(const Op& op, OpRecording* rec) {
   return LaunchGated(op, *lane, *rec->record);
 }
 
-ncclResult_t GatedLauncher::LaunchGated(const Op& op, CommLane& lane, const TraceRecord& base) {
-  const size_t es = DataTypeSize(op.datatype);
-  sched::ChunkPlan plan;
-  if (es != 0 && sched::IsChunkable(op.func)) {
-    plan = sched::PlanChunks(op.func, op.count, es, chunk_bytes_);
-  } else {
-    plan.chunks.push_back({0, op.count});
-  }
-  const uint32_t n = static_cast<uint32_t>(plan.chunks.size());
-  ncclResult_t result = ncclSuccess;
-  for (uint32_t i = 0; i < n; ++i) {
-    const sched::Chunk& c = plan.chunks[i];
-    Op part = op;
-    part.stream = static_cast<cudaStream_t>(lane.stream());
-    part.count = c.count;
-    part.sendbuff = Advance(op.sendbuff, c.offset * es);
-    part.recvbuff = Advance(op.recvbuff, c.offset * es);
-    GateTicket* t = NewTicket(&lane, op.state);
-    t->chunk_index = i;
-    t->chunk_count = n;
-    t->gated = !failed() && lane.AcquireGate(&t->slot, &t->value);
-    const uint64_t bytes = n > 1 ? c.count * es : op.bytes;
-    // The task is registered first: when the policy releases it at once the
-    // stream needs no gate.
-    sink_->RecordStarted();
-    if (!Submit(t, SpecFor(base, bytes, &lane), op.call_ns)) PutGate(lane, *t);
-    const ncclResult_t r = CallReal(real_, part);
-    TraceRecord rec = base;
-    rec.result = r;
-    rec.count = part.count;
-    rec.bytes = bytes;
-    rec.chunk_index = static_cast<int32_t>(i);
-    rec.chunk_count = static_cast<int32_t>(n);
-    t->records.push_back(rec);
-    if (absl::Status s = dev_->LaunchHostFunc(lane.stream(), &OnUnitDone, t); !s.ok()) {
-      Fail(s, "queueing a completion callback");
-      UnitDone(t);
-    }
-    if (r != ncclSuccess) {
-      result = r;
-      break;
-    }
-  }
-  const absl::Status done = dev_->RecordEvent(lane.done_event(), lane.stream());
-  const absl::Status wait = done.ok() ? dev_->StreamWaitEvent(op.stream, lane.done_event()) : done;
-  if (!wait.ok()) Fail(wait, "ordering the user stream after the dedicated stream");
-  return result;
-}
-
-void GatedLauncher::PutGate(CommLane& lane, GateTicket& t) {
-  if (absl::Status s = dev_->WaitGate(lane.stream(), lane.gates(), t.slot, t.value); !s.ok()) {
-    // The task stays with the engine (and the watchdog); the stream just
-    // does not wait for it.
-    Fail(s, "putting a gate on the dedicated stream");
-  }
-}
-
-ncclResult_t GatedLauncher::LaunchUngatedP2P(const Op& op, const TraceRecord& base) {
-  const ncclResult_t r = CallReal(real_, op);
-  GateTicket* t = NewTicket(nullptr, op.state);
-  t->records.push_back(base);
-  t->records.back().result = r;
-  sink_->RecordStarted();
-  Submit(t, SpecFor(base, op.bytes, nullptr), op.call_ns);
-  if (absl::Status s = dev_->LaunchHostFunc(op.stream, &OnUnitDone, t); !s.ok()) {
-    Fail(s, "queueing a completion callback");
-    UnitDone(t);
-  }
-  return r;
-}
-
-ncclResult_t GatedLauncher::GroupStart(int depth_after) {
-  if (real_.GroupStart == nullptr) return ncclInvalidUsage;
-  const ncclResult_t r = real_.GroupStart();
-  if (r == ncclSuccess && depth_after == 1) t_group_state = Group();
-  return r;
-}
-
-ncclResult_t GatedLauncher::GroupEnd(int depth_after) {
-  if (real_.GroupEnd == nullptr) return ncclInvalidUsage;
-  if (depth_after > 0 || t_group_state.kind == Group::Kind::kNone) return real_.GroupEnd();
-  Group g = std::move(t_group_state);
-  t_group_state = Group();
-  switch (g.kind) {
-    case Group::Kind::kGated:
-      return EndGatedGroup(g);
-    case Group::Kind::kP2P: {
-      const ncclResult_t r = real_.GroupEnd();
-      EndUngatedGroup(g);
-      return r;
-    }
-    default:
-      return real_.GroupEnd();
-  }
-}
-
-ncclResult_t GatedLauncher::GroupSimulateEnd(ncclSimInfo_t* info, int depth_after) {
-  if (real_.GroupSimulateEnd == nullptr) return ncclInvalidUsage;
-  const ncclResult_t r = real_.GroupSimulateEnd(info);
-  if (depth_after > 0) return r;
-  Group g = std::move(t_group_state);
-  t_group_state = Group();
-  // Nothing was launched: the taken records end now.
-  for (TraceRecord& rec : g.records) {
-    rec.end_ns = MonotonicNs();
-    rec.completion = CompletionSource::kReturn;
-    sink_->RecordFinished(rec, g.state);
-  }
-  return r;
-}
-
-ncclResult_t GatedLauncher::EndGatedGroup(Group& g) {
-  CommLane& lane = *g.lane;
-  std::lock_guard<std::mutex> lock(lane.mu);
-  bool ordered = !failed();
-  for (device::StreamHandle s : g.streams) {
-    if (!ordered) break;
-    absl::Status st = dev_->RecordEvent(lane.in_event(), s);
-    if (st.ok()) st = dev_->StreamWaitEvent(lane.stream(), lane.in_event());
-    if (!st.ok()) {
-      Fail(st, "ordering the dedicated stream after the user streams of a group");
-      ordered = false;
-    }
-  }
-  GateTicket* t = NewTicket(&lane, g.state);
-  t->gated = ordered && lane.AcquireGate(&t->slot, &t->value);
-  t->records = std::move(g.records);
-  sched::TaskSpec spec = SpecFor(g.first, g.bytes, &lane);
-  spec.traffic_class = g.traffic_class;
-  if (!Submit(t, std::move(spec), MonotonicNs())) PutGate(lane, *t);
-  const ncclResult_t r = real_.GroupEnd();
-  if (absl::Status s = dev_->LaunchHostFunc(lane.stream(), &OnUnitDone, t); !s.ok()) {
-    Fail(s, "queueing a completion callback");
-    UnitDone(t);
-  }
-  absl::Status done = dev_->RecordEvent(lane.done_event(), lane.stream());
-  for (device::StreamHandle s : g.streams) {
-    if (done.ok()) done = dev_->StreamWaitEvent(s, lane.done_event());
-  }
-  if (!done.ok()) Fail(done, "ordering the user streams after a group");
-  return r;
-}
-
-void GatedLauncher::EndUngatedGroup(Group& g) {
-  GateTicket* t = NewTicket(nullptr, g.state);
-  t->records = std::move(g.records);
-  t->streams_left.store(static_cast<int>(g.streams.size()), std::memory_order_relaxed);
-  sched::TaskSpec spec = SpecFor(g.first, g.bytes, nullptr);
-  spec.traffic_class = g.traffic_class;
-  Submit(t, std::move(spec), MonotonicNs());
-  for (device::StreamHandle s : g.streams) {
-    if (absl::Status st = dev_->LaunchHostFunc(s, &OnUnitDone, t); !st.ok()) {
-      Fail(st, "queueing a completion callback");
-      UnitDone(t);
-    }
-  }
-}
-
 void GatedLauncher::BeginIteration(int64_t iteration) { engine_->BeginIteration(iteration); }
 
 GatedLauncher::Stats GatedLauncher::stats() const {
   Stats s;
-  s.gated_units = gated_units_.load(std::memory_order_relaxed);
-  s.ungated_units = ungated_units_.load(std::memory_order_relaxed);
+  s.gated_tickets = gated_tickets_.load(std::memory_order_relaxed);
+  s.ungated_tickets = ungated_tickets_.load(std::memory_order_relaxed);
   s.passthrough = passthrough_.load(std::memory_order_relaxed);
   s.watchdog_opens = watchdog_->opened();
   s.engine = engine_->stats();

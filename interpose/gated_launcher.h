@@ -8,7 +8,7 @@
 //
 //   record E_in on the user stream U;  D waits E_in
 //   per chunk i (AllReduce/Reduce/Broadcast above TRIRACE_CHUNK_BYTES,
-//   split by sched::PlanChunks; else one unit):
+//   split by sched::PlanChunks; else one ticket):
 //     D: wait gate i;  real call (chunk i) on D;  D: completion callback i
 //     register task i with the engine (ReserveId + Submit; cookie = ticket)
 //   record E_done on D;  U waits E_done;  return the real result
@@ -16,7 +16,7 @@
 // Send/Recv run on U as called, without a gate; a completion callback on U
 // reports them (ungated tasks: link state for the policy).
 //
-// A user group (ncclGroupStart/End) is issued as one unit. The real
+// A user group (ncclGroupStart/End) is issued as one ticket. The real
 // GroupStart and every op go to the real NCCL at call time (so each call
 // returns its real result); the first op decides the group's kind:
 //   - collective first: every op of the group is issued on that comm's D
@@ -41,10 +41,14 @@
 // at the latest, by the hold bound: the engine applies it itself, and the
 // GateWatchdog opens any gate the engine has not opened by then.
 //
-// Trace: a taken record per unit (chunk, or op of a group) ends at the
-// unit's completion callback and carries gate_wait_ns (call -> release),
+// Trace: a taken record per ticket (chunk, or op of a group) ends at the
+// ticket's completion callback and carries gate_wait_ns (call -> release),
 // run_ns (release -> completion), release_reason (sched::ReleaseReason) and
 // chunk_index/chunk_count.
+//
+// Files: gated_launcher.cc (creation, dispatch, ticket hand-offs),
+// gated_launch_chunked.cc, gated_launch_group.cc; gate_ticket.h (the
+// ticket), comm_lane.h (per-comm stream and gates), gate_watchdog.h.
 //
 // Thread safety: Launch/Group* from any application threads (per-thread
 // group state is thread-local; per-comm state in CommLane); OpenGate from
@@ -63,6 +67,7 @@
 #include "absl/status/statusor.h"
 #include "interpose/comm_lane.h"
 #include "interpose/device/device.h"
+#include "interpose/gate_ticket.h"
 #include "interpose/gate_watchdog.h"
 #include "interpose/launcher.h"
 #include "scheduler/engine.h"
@@ -74,11 +79,15 @@ namespace trirace::interpose {
 // text ("pipeline,expert"); unknown names are reported in `bad`.
 uint32_t ParseExcludedRoles(absl::string_view text, std::string* bad);
 
+// The completion callback a ticket's stream runs (a C function for the
+// device's host-function call): GatedLauncher::TicketDone.
+void TicketDoneCallback(void* ticket);
+
 class GatedLauncher final : public Launcher, public sched::GateOpener {
  public:
   struct Stats {
-    uint64_t gated_units = 0;    // units behind a gate
-    uint64_t ungated_units = 0;  // P2P / P2P groups / gate ring full
+    uint64_t gated_tickets = 0;    // tickets behind a gate
+    uint64_t ungated_tickets = 0;  // P2P / P2P groups / gate ring full
     uint64_t passthrough = 0;    // ops issued as in observe mode
     uint64_t watchdog_opens = 0;
     sched::EngineStats engine;
@@ -107,10 +116,10 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   std::string_view policy_name() const { return engine_->policy_name(); }
 
   // Completion callback target (stream threads); public for the C callback.
-  void UnitDone(GateTicket* ticket);
+  void TicketDone(GateTicket* ticket);
   sched::Engine& engine() { return *engine_; }
 
- // Thread-local state of the calling thread's user group (gated_launcher.cc).
+ // Thread-local state of the calling thread's user group (gated_launch_group.cc).
   struct Group;
 
  private:
@@ -121,8 +130,11 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   // The comm's lane, created on first use; nullptr after a failure (which
   // disables gating).
   CommLane* LaneFor(CommState* state);
+  // An op outside a user group (gated_launch_chunked.cc).
   ncclResult_t LaunchGated(const Op& op, CommLane& lane, const TraceRecord& base);
   ncclResult_t LaunchUngatedP2P(const Op& op, const TraceRecord& base);
+  // An op inside a user group, and the group's end (gated_launch_group.cc).
+  ncclResult_t LaunchInGroup(const Op& op, OpRecording* recording);
   ncclResult_t EndGatedGroup(Group& g);
   void EndUngatedGroup(Group& g);
 
@@ -153,8 +165,8 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   std::mutex lanes_mu_;  // lane creation
   std::vector<std::unique_ptr<CommLane>> lanes_;
 
-  std::atomic<uint64_t> gated_units_{0};
-  std::atomic<uint64_t> ungated_units_{0};
+  std::atomic<uint64_t> gated_tickets_{0};
+  std::atomic<uint64_t> ungated_tickets_{0};
   std::atomic<uint64_t> passthrough_{0};
 };
 

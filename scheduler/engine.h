@@ -48,6 +48,11 @@
 // simulated time: construct with start_thread = false and call Step() (the
 // simulator), or keep the thread and call Kick() after moving the clock.
 //
+// Files: engine.cc (the public calls), engine_tasks.cc (the task table),
+// engine_pass.cc (the policy pass and the hold bound), engine_thread.cc (the
+// thread, Step and wake-ups); link_table.h and occupancy_sampler.h hold the
+// link bookkeeping and the occupancy input.
+//
 // Thread safety: all public methods are thread-safe. GateOpener::OpenGate
 // is called without the engine's lock held, exactly once per gated task,
 // possibly from several threads at once for different tasks; it may call
@@ -69,10 +74,13 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "common/clock.h"
 #include "scheduler/link_model.h"
+#include "scheduler/link_table.h"
 #include "scheduler/occupancy_reader.h"
+#include "scheduler/occupancy_sampler.h"
 #include "scheduler/policy.h"
 #include "scheduler/task.h"
 
@@ -186,32 +194,38 @@ class Engine {
   const EngineOptions& options() const { return options_; }
 
  private:
-  struct Link {
-    LinkState state;
-    bool busy_since_sample = false;  // our tasks ran on it since the last sample
-  };
+  // The sequence every public change follows (engine.cc): lock, `change`
+  // at the clock's now (it may append releases; false skips the pass),
+  // a policy pass on the calling thread unless stopped, wake the engine
+  // thread if it would now sleep too long, unlock, open what was released.
+  void ChangeThenPass(absl::FunctionRef<bool(int64_t now, std::vector<ReleasedTask>* released)> change);
 
-  void ThreadMain();
-  // Runs the policy and the bound at `now`; appends what to open to `out`.
-  void PassLocked(int64_t now, std::vector<ReleasedTask>* out);
+  // The task table (engine_tasks.cc).
+  Task* AddTaskLocked(TaskId id, TaskSpec spec, int64_t now);
   void ReleaseLocked(Task* task, ReleaseReason reason, int64_t now, std::vector<ReleasedTask>* out);
-  void AccountLinksLocked(const Task& task, int delta_pending, int delta_running, int64_t delta_bytes);
   absl::Status CompleteLocked(TaskId id);
-  void ApplyRateLocked(LinkId link, double measured, double ours, int64_t now);
+
+  // The policy pass and the hold bound at `now` (engine_pass.cc); appends
+  // what to open to `out`.
+  void PassLocked(int64_t now, std::vector<ReleasedTask>* out);
+
+  // The engine thread and its wake-ups (engine_thread.cc).
+  void ThreadMain();
   // The clock time the engine thread must wake by, given the current state.
   int64_t WantedWakeLocked(int64_t now) const;
   // After a caller-thread pass: wakes the engine thread if it sleeps too long.
   void MaybeWakeThreadLocked(int64_t now);
+
   void Open(const std::vector<ReleasedTask>& released);
 
   const EngineOptions options_;
   std::unique_ptr<Policy> policy_;
   GateOpener* const opener_;
 
-  std::mutex step_mu_;  // one Step() at a time; guards reader_, meter_
-  std::unique_ptr<OccupancyReader> reader_;
-  RateMeter meter_;
-  bool reader_warned_ = false;
+  // One Step() at a time. The sampler's reader is read under it alone and
+  // replaced under both locks; its schedule is read under mu_.
+  std::mutex step_mu_;
+  OccupancySampler sampler_;
 
   mutable std::mutex mu_;  // everything below
   std::condition_variable cv_;
@@ -220,17 +234,13 @@ class Engine {
   std::vector<const Task*> running_;  // release order
   std::unordered_map<CommId, std::deque<Task*>> comm_pending_;  // per comm, submission order
   std::unordered_map<CommId, uint64_t> comm_seq_;
-  std::vector<Link> links_;
-  std::vector<LinkState> link_view_;  // copy handed to the policy
-  std::vector<std::pair<std::string, LinkId>> device_links_;
-  ClassBytes inflight_{};
+  LinkTable links_;
   IterationInfo iteration_;
   Decision decision_;
   CompletionPoller* poller_ = nullptr;
   std::atomic<TaskId> next_id_{1};
   uint64_t submit_seq_ = 0;
   int64_t policy_wake_ns_ = kNeverNs;
-  int64_t next_sample_ns_ = 0;
   int64_t poll_interval_ns_;
   bool activity_ = false;          // something happened since the last Step
   bool stopped_ = false;

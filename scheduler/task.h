@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/traffic_class.h"
+#include "trirace/trirace.h"
 
 namespace trirace::sched {
 
@@ -30,19 +31,8 @@ using LinkId = uint32_t;
 using CommId = uint64_t;
 
 inline constexpr int64_t kNeverNs = std::numeric_limits<int64_t>::max();
-inline constexpr int32_t kUnsetTag = -1;
-
-// The annotation tag of the call that produced the task (trirace.h's
-// trirace_tag_t, fields kUnsetTag when unknown). Phase uses trirace.h's
-// values: 0 forward, 1 backward, 2 optimizer.
-struct TaskTag {
-  int32_t layer = kUnsetTag;        // 0 = front layer
-  int32_t stage = kUnsetTag;        // pipeline stage
-  int32_t micro_batch = kUnsetTag;
-  int32_t phase = kUnsetTag;
-  int64_t iteration = kUnsetTag;    // training step
-  int32_t priority = kUnsetTag;     // larger = more urgent
-};
+// An unset field of a task's tag (TRIRACE_UNSET).
+inline constexpr int32_t kUnsetTag = TRIRACE_UNSET;
 
 // What the launcher submits.
 struct TaskSpec {
@@ -50,7 +40,9 @@ struct TaskSpec {
   TrafficClass traffic_class = TrafficClass::kOther;
   uint64_t bytes = 0;              // bytes this task puts on its links
   std::vector<LinkId> links{};     // links crossed; empty = none modelled
-  TaskTag tag{};
+  // The annotation tag of the call that produced the task: the C API's own
+  // type (include/trirace/trirace.h), fields TRIRACE_UNSET when unknown.
+  trirace_tag_t tag = TRIRACE_TAG_INIT;
   // Absolute time (engine clock) by which the task should be running; a
   // hint from the caller. Policies may also derive one from the tag.
   std::optional<int64_t> deadline_ns{};

@@ -1,0 +1,55 @@
+// The engine's links: what each policy pass sees of them (LinkState) and
+// the bookkeeping that keeps it true as tasks are held, released and
+// completed, and as occupancy samples arrive.
+//
+// A task is charged on every link it crosses: held (pending), running and
+// its bytes in flight, by class. A sample gives the link's measured
+// traffic; the foreign part (not ours) is measured minus ours when the
+// source knows ours, else all of it when none of our tasks ran on the link
+// since the previous sample, else the last clean estimate stays.
+//
+// Thread safety: none; the engine calls it with its lock held.
+#ifndef TRIRACE_SCHEDULER_LINK_TABLE_H_
+#define TRIRACE_SCHEDULER_LINK_TABLE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "scheduler/link_model.h"
+#include "scheduler/policy.h"
+#include "scheduler/task.h"
+
+namespace trirace::sched {
+
+class LinkTable {
+ public:
+  // Ids are 0, 1, ... in call order.
+  LinkId Add(const LinkSpec& spec);
+  size_t size() const { return links_.size(); }
+  bool Has(LinkId id) const { return id < links_.size(); }
+
+  // Adds the deltas to the task's class on each of its links, and to the
+  // bytes in flight over all links.
+  void Account(const Task& task, int delta_pending, int delta_running, int64_t delta_bytes);
+  // A sample of `link` at `now`: all traffic measured, and this process's
+  // own part when known (>= 0), in bytes/s. Unknown links are ignored.
+  void ApplyRate(LinkId link, double measured, double ours, int64_t now);
+
+  // The links as a policy pass sees them (a copy, valid until the next call).
+  const std::vector<LinkState>& Snapshot();
+  // Bytes of running tasks, by class, over all links.
+  const ClassBytes& inflight() const { return inflight_; }
+
+ private:
+  struct Link {
+    LinkState state;
+    bool busy_since_sample = false;  // our tasks ran on it since the last sample
+  };
+  std::vector<Link> links_;
+  std::vector<LinkState> view_;
+  ClassBytes inflight_{};
+};
+
+}  // namespace trirace::sched
+
+#endif  // TRIRACE_SCHEDULER_LINK_TABLE_H_
