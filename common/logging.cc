@@ -73,6 +73,7 @@ std::vector<std::string> ConfigureLocked() {
     }
   }
   g_mask.store(mask.ok() ? *mask : static_cast<uint32_t>(Subsys::kALL), std::memory_order_relaxed);
+  // The choice index is the LogLevel value: both come from param_choices.inc.
   g_level.store(params.Value(ParamId::kDebug).choice, std::memory_order_release);
   std::vector<std::string> out;
   if (!problems.empty()) out.push_back(std::move(problems));

@@ -31,10 +31,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
+#include "common/params.h"
 
 namespace trirace {
 
-enum class LogLevel : int { kNONE = 0, kWARN = 1, kINFO = 2, kTRACE = 3 };
+// LogLevel (kNONE, kWARN, kINFO, kTRACE) is TRIRACE_DEBUG's enum type,
+// declared with its choices in common/param_choices.inc.
 
 // Subsystem bits for TRIRACE_DEBUG_SUBSYS.
 enum class Subsys : uint32_t {

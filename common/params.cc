@@ -182,12 +182,16 @@ int64_t ParamInt(ParamId id) { return Checked(id, ParamType::kInt).i; }
 double ParamDouble(ParamId id) { return Checked(id, ParamType::kDouble).d; }
 const std::string& ParamString(ParamId id) { return Checked(id, ParamType::kString).text; }
 const std::string& ParamEnum(ParamId id) { return Checked(id, ParamType::kEnum).text; }
+int ParamChoiceIndex(ParamId id) { return Checked(id, ParamType::kEnum).choice; }
 ParamSource ParamSourceOf(ParamId id) { return Params::Get().Value(id).source; }
 
 bool NetClassPriorityEnabled() {
-  const std::string& setting = ParamEnum(ParamId::kNetClassPriority);
-  if (setting != "auto") return setting == "on";
-  return ParamEnum(ParamId::kMode) == "schedule" && ParamEnum(ParamId::kPolicy) == "trirace";
+  switch (ParamChoice<ClassPrioritySetting>()) {
+    case ClassPrioritySetting::kOn: return true;
+    case ClassPrioritySetting::kOff: return false;
+    case ClassPrioritySetting::kAuto: break;
+  }
+  return ParamChoice<ShimMode>() == ShimMode::kSchedule && ParamChoice<PolicyKind>() == PolicyKind::kTrirace;
 }
 
 }  // namespace trirace

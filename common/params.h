@@ -14,10 +14,11 @@
 //
 // Usage:
 //   int64_t nsocks = trirace::ParamInt(trirace::ParamId::kNetNSocks);
-//   if (trirace::ParamEnum(ParamId::kMode) == "schedule") ...
+//   if (trirace::ParamChoice<ShimMode>() == ShimMode::kSchedule) ...
 //
-// Adding a parameter: add an id to ParamId (before kCount) and one row, in
-// the same order, to the table in params.cc. A unit test checks the order.
+// Adding a parameter: one row in common/param_list.inc (the id, the enum
+// entry and the table row all come from it); an enum parameter also gets a
+// block in common/param_choices.inc, which gives it a C++ enum type.
 //
 // Thread safety: Get() and every accessor are thread-safe and lock-free
 // after the first call. ReloadForTesting() is for tests only and must not
@@ -28,59 +29,52 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
+
+#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
 
 namespace trirace {
 
+// One id per row of common/param_list.inc, in that order.
 enum class ParamId : int {
-  // common/: logging
-  kDebug,
-  kDebugSubsys,
-  kDebugFile,
-  // interpose/: what the shim does
-  kMode,
-  kPolicy,
-  // plugin/: the net plugin (TCP transport, wrapper, occupancy)
-  kNetIfname,
-  kNetToken,
-  kNetNSocks,
-  kNetNThreads,
-  kNetStripeMinBytes,
-  kNetTimeoutMs,
-  kNetRtoMinUs,
-  kNetInner,
-  kNetOccupancy,
-  kNetPublishUs,
-  kNetClassPriority,
-  kJobId,
-  // hostccl/: the CPU NCCL
-  kHostcclBootstrapTimeoutMs,
-  kHostcclSliceBytes,
-  kHostcclPipelineDepth,
-  // interpose/: the shim (library lookup, trace)
-  kNcclLibrary,
-  kTrace,
-  kTraceBufferMb,
-  kExcludeRoles,
-  // scheduler/: the engine and policies
-  kChunkBytes,
-  kMaxHoldUs,
-  kDenseWindowBytes,
-  kDenseCreditBytes,
-  kDeadlineSlackUs,
-  kForeignHeadroom,
-  kPriorityWindowBytes,
-  kAdversarialSeed,
-  kHostId,
-  kNic,
-  kNicGbps,
-  kOccupancySource,
-  kOccupancyPeriodUs,
+#define TRIRACE_PARAM(id, ...) id,
+#include "common/param_list.inc"
+#undef TRIRACE_PARAM
   kCount,  // not a parameter
 };
+
+// The enum types of the enum parameters (common/param_choices.inc), their
+// choice texts k<Type>Texts, and ParamEnumOf<Type>::kId, the parameter each
+// belongs to.
+template <typename E>
+struct ParamEnumOf;
+#define TRIRACE_PARAM_ENUM(Type, param) enum class Type : int {
+#define TRIRACE_PARAM_CHOICE(enumerator, text) enumerator,
+#define TRIRACE_PARAM_ENUM_END() };
+#include "common/param_choices.inc"
+#undef TRIRACE_PARAM_ENUM
+#undef TRIRACE_PARAM_CHOICE
+#undef TRIRACE_PARAM_ENUM_END
+#define TRIRACE_PARAM_ENUM(Type, param) inline constexpr absl::string_view k##Type##Texts[] = {
+#define TRIRACE_PARAM_CHOICE(enumerator, text) text,
+#define TRIRACE_PARAM_ENUM_END() };
+#include "common/param_choices.inc"
+#undef TRIRACE_PARAM_ENUM
+#undef TRIRACE_PARAM_CHOICE
+#undef TRIRACE_PARAM_ENUM_END
+#define TRIRACE_PARAM_ENUM(Type, param) \
+  template <>                          \
+  struct ParamEnumOf<Type> {           \
+    static constexpr ParamId kId = ParamId::param; \
+  };
+#define TRIRACE_PARAM_CHOICE(enumerator, text)
+#define TRIRACE_PARAM_ENUM_END()
+#include "common/param_choices.inc"
+#undef TRIRACE_PARAM_ENUM
+#undef TRIRACE_PARAM_CHOICE
+#undef TRIRACE_PARAM_ENUM_END
 
 enum class ParamType { kBool, kInt, kDouble, kString, kEnum };
 enum class ParamSource { kDefault, kEnvironment };
@@ -157,6 +151,15 @@ double ParamDouble(ParamId id);
 const std::string& ParamString(ParamId id);
 const std::string& ParamEnum(ParamId id);  // canonical choice text
 ParamSource ParamSourceOf(ParamId id);
+// The index of an enum parameter's choice (its position in the choices).
+int ParamChoiceIndex(ParamId id);
+
+// An enum parameter as its C++ type: ParamChoice<ShimMode>() reads
+// TRIRACE_MODE. Use sites switch on the enum; they never compare texts.
+template <typename E>
+E ParamChoice() {
+  return static_cast<E>(ParamChoiceIndex(ParamEnumOf<E>::kId));
+}
 
 // Settings derived from several parameters, read the same way by every
 // component that needs them.

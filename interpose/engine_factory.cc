@@ -1,6 +1,5 @@
 #include "interpose/engine_factory.h"
 
-#include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/params.h"
 #include "interpose/plugin_occupancy.h"
@@ -12,48 +11,47 @@
 
 namespace trirace::interpose {
 
-absl::StatusOr<std::unique_ptr<sched::Policy>> MakePolicy(std::string_view name) {
-  if (name == "fifo") return std::make_unique<sched::FifoPolicy>();
-  if (name == "priority") return std::make_unique<sched::PriorityPolicy>(sched::PriorityPolicyConfig::FromParams());
-  if (name == "trirace") return std::make_unique<sched::TriracePolicy>(sched::TriracePolicyConfig::FromParams());
-  if (name == "adversarial") {
-    return std::make_unique<sched::AdversarialPolicy>(sched::AdversarialPolicyConfig::FromParams());
+std::unique_ptr<sched::Policy> MakePolicy(PolicyKind kind) {
+  switch (kind) {
+    case PolicyKind::kFifo: return std::make_unique<sched::FifoPolicy>();
+    case PolicyKind::kPriority:
+      return std::make_unique<sched::PriorityPolicy>(sched::PriorityPolicyConfig::FromParams());
+    case PolicyKind::kTrirace:
+      return std::make_unique<sched::TriracePolicy>(sched::TriracePolicyConfig::FromParams());
+    case PolicyKind::kAdversarial:
+      return std::make_unique<sched::AdversarialPolicy>(sched::AdversarialPolicyConfig::FromParams());
   }
-  return absl::InvalidArgumentError(absl::StrCat("scheduling policy '",
-                                                 absl::string_view(name.data(), name.size()),
-                                                 "' is not one of fifo, priority, trirace, adversarial"));
+  return std::make_unique<sched::TriracePolicy>(sched::TriracePolicyConfig::FromParams());
 }
 
 absl::StatusOr<std::unique_ptr<sched::OccupancyReader>> MakeOccupancyReader(
-    std::string_view source, const std::vector<std::string>& interfaces, const std::string& sysfs_root) {
-  if (source == "none") return std::unique_ptr<sched::OccupancyReader>();
-  if (source == "plugin" || source == "auto") {
-    absl::StatusOr<std::unique_ptr<sched::OccupancyReader>> plugin = OpenPluginOccupancyReader();
-    if (plugin.ok() || source == "plugin") return plugin;
+    OccupancySource source, const std::vector<std::string>& interfaces, const std::string& sysfs_root) {
+  switch (source) {
+    case OccupancySource::kNone: return std::unique_ptr<sched::OccupancyReader>();
+    case OccupancySource::kPlugin: return OpenPluginOccupancyReader();
+    case OccupancySource::kSysfs: return sched::OpenSysfsOccupancyReader(interfaces, sysfs_root);
+    case OccupancySource::kAuto: break;
   }
-  if (source == "sysfs" || source == "auto") return sched::OpenSysfsOccupancyReader(interfaces, sysfs_root);
-  return absl::InvalidArgumentError(absl::StrCat("TRIRACE_OCCUPANCY='",
-                                                 absl::string_view(source.data(), source.size()),
-                                                 "' is not one of auto, plugin, sysfs, none"));
+  absl::StatusOr<std::unique_ptr<sched::OccupancyReader>> plugin = OpenPluginOccupancyReader();
+  if (plugin.ok()) return plugin;
+  return sched::OpenSysfsOccupancyReader(interfaces, sysfs_root);
 }
 
 absl::StatusOr<std::unique_ptr<sched::Engine>> MakeEngineFromParams(sched::GateOpener* opener,
                                                                     const sched::NicLinkModel& model,
                                                                     sched::EngineOptions options) {
-  absl::StatusOr<std::unique_ptr<sched::Policy>> policy = MakePolicy(ParamEnum(ParamId::kPolicy));
-  if (!policy.ok()) return policy.status();
-  auto engine = std::make_unique<sched::Engine>(std::move(*policy), opener, options);
+  auto engine = std::make_unique<sched::Engine>(MakePolicy(ParamChoice<PolicyKind>()), opener, options);
   for (const sched::LinkSpec& link : model.links()) engine->AddLink(link);
 
-  const std::string& source = ParamEnum(ParamId::kOccupancySource);
+  const OccupancySource source = ParamChoice<OccupancySource>();
   const std::string& nic = model.options().local_interface;
   absl::StatusOr<std::unique_ptr<sched::OccupancyReader>> reader = MakeOccupancyReader(source, {nic});
   if (!reader.ok()) {
-    if (source == "auto") {
+    if (source == OccupancySource::kAuto) {
       TRIRACE_INFO(SCHED, "no link occupancy input: %s", reader.status().ToString());
     } else {
-      TRIRACE_WARN(SCHED, "TRIRACE_OCCUPANCY=%s: %s; running without occupancy input", source,
-                   reader.status().ToString());
+      TRIRACE_WARN(SCHED, "TRIRACE_OCCUPANCY=%s: %s; running without occupancy input",
+                   ParamEnum(ParamId::kOccupancySource), reader.status().ToString());
     }
   } else if (*reader != nullptr) {
     TRIRACE_INFO(SCHED, "link occupancy from %s for interface %s", std::string((*reader)->name()), nic);

@@ -17,10 +17,10 @@
 
 #include <memory>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/params.h"
 #include "scheduler/engine.h"
 #include "scheduler/link_model.h"
 #include "scheduler/occupancy_reader.h"
@@ -28,16 +28,15 @@
 
 namespace trirace::interpose {
 
-// fifo, priority, trirace or adversarial, configured from the params
-// registry. An unknown name is InvalidArgument naming it and the choices.
-absl::StatusOr<std::unique_ptr<sched::Policy>> MakePolicy(std::string_view name);
+// The policy of `kind` (TRIRACE_POLICY), configured from the params registry.
+std::unique_ptr<sched::Policy> MakePolicy(PolicyKind kind);
 
-// The reader TRIRACE_OCCUPANCY asks for: "plugin" (the net plugin's segment;
-// an error if it cannot be opened), "sysfs" (the counters of `interfaces`),
-// "auto" (plugin when its segment opens, else sysfs), "none" (nullptr).
-// `sysfs_root` is /sys/class/net.
+// The reader `source` (TRIRACE_OCCUPANCY) asks for: kPlugin (the net
+// plugin's segment; an error if it cannot be opened), kSysfs (the counters
+// of `interfaces`), kAuto (plugin when its segment opens, else sysfs), kNone
+// (nullptr). `sysfs_root` is /sys/class/net.
 absl::StatusOr<std::unique_ptr<sched::OccupancyReader>> MakeOccupancyReader(
-    std::string_view source, const std::vector<std::string>& interfaces,
+    OccupancySource source, const std::vector<std::string>& interfaces,
     const std::string& sysfs_root = "/sys/class/net");
 
 // An engine with the policy of TRIRACE_POLICY, `options`, the links of

@@ -96,27 +96,22 @@ void Shim::Initialize() {
     observe_only = true;
   }
 
-  const std::string& mode = ParamEnum(ParamId::kMode);
-  if (mode == "off") {
-    mode_ = Mode::kOff;
-  } else if (mode == "schedule" && observe_only) {
+  mode_ = ParamChoice<ShimMode>();
+  if (mode_ == ShimMode::kSchedule && observe_only) {
     TRIRACE_WARN(INTERPOSE, "TRIRACE_MODE=schedule: this NCCL is observe only; running in observe mode");
-    mode_ = Mode::kObserve;
-  } else if (mode == "schedule") {
+    mode_ = ShimMode::kObserve;
+  } else if (mode_ == ShimMode::kSchedule) {
     auto gated = GatedLauncher::Create(*real_, this);
     if (gated.ok()) {
       launcher_ = *std::move(gated);
-      mode_ = Mode::kSchedule;
     } else {
       TRIRACE_WARN(INTERPOSE, "TRIRACE_MODE=schedule: %s; running in observe mode (no op is gated)",
                    gated.status().message());
-      mode_ = Mode::kObserve;
+      mode_ = ShimMode::kObserve;
     }
-  } else {
-    mode_ = Mode::kObserve;
   }
   if (launcher_ == nullptr) launcher_ = std::make_unique<ObserveLauncher>(*real_);
-  if (mode_ == Mode::kOff) return;  // pure forwarding: no trace, no exit hook
+  if (mode_ == ShimMode::kOff) return;  // pure forwarding: no trace, no exit hook
 
   completion_ = CompletionTracker::ForLibrary(*real_);
   const std::string& trace = ParamString(ParamId::kTrace);
@@ -125,7 +120,7 @@ void Shim::Initialize() {
     options.path_pattern = trace;
     options.buffer_bytes = static_cast<size_t>(ParamInt(ParamId::kTraceBufferMb)) << 20;
     options.info = {{"producer", "TriRace libtrirace.so"},
-                    {"mode", std::string(mode)},
+                    {"mode", ParamEnum(ParamId::kMode)},
                     {"nccl", absl::StrCat(VersionText(version_), " ", real_->path)},
                     {"completion", completion_ != nullptr ? "stream" : "return"}};
     options.on_failure = [this](const std::string& why) { Disable(absl::StrCat("trace: ", why)); };

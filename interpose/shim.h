@@ -37,12 +37,11 @@
 #include "interpose/op.h"
 #include "interpose/real_nccl.h"
 #include "interpose/trace_record.h"
+#include "common/params.h"
 #include "interpose/trace_writer.h"
 #include "nccl.h"
 
 namespace trirace::interpose {
-
-enum class Mode { kOff, kObserve, kSchedule };
 
 // What a comm-creating call produced, for OnCommCreated().
 struct NewComm {
@@ -80,7 +79,7 @@ class Shim final : private RecordSink {
   const RealNccl* real() const { return real_.get(); }
   // Hot-path test: record this call, or only forward it?
   bool ShouldRecord() const { return recording_.load(std::memory_order_relaxed) && !ReentryGuard::active(); }
-  Mode mode() const { return mode_; }
+  ShimMode mode() const { return mode_; }
   bool scheduling() const { return launcher_ != nullptr && launcher_->gated(); }
   CommRegistry& registry() { return registry_; }
 
@@ -140,7 +139,7 @@ class Shim final : private RecordSink {
   std::unique_ptr<CompletionTracker> completion_;
   std::unique_ptr<TraceWriter> trace_;
   CommRegistry registry_;
-  Mode mode_ = Mode::kOff;
+  ShimMode mode_ = ShimMode::kOff;
   int version_ = 0;
   std::atomic<bool> recording_{false};
   std::atomic<bool> disabled_{false};

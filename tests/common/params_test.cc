@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "absl/types/span.h"
 #include "common/env_guard.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -123,6 +124,33 @@ TEST(ParamParseTest, EnumIsCaseInsensitiveAndCanonicalises) {
   auto bad = Params::Parse(kEnumSpec, "blue");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("one of red, green"));
+}
+
+// Each enum type reads the parameter whose row names its choices, and its
+// enumerators stand at the positions of their texts.
+template <typename E>
+void ExpectEnumMatchesItsParam(absl::Span<const absl::string_view> texts) {
+  const ParamSpec& spec = Params::Spec(ParamEnumOf<E>::kId);
+  EXPECT_EQ(spec.type, ParamType::kEnum) << spec.name;
+  EXPECT_EQ(spec.choices.data(), texts.data()) << spec.name << " names another choice list";
+  EXPECT_EQ(spec.choices.size(), texts.size()) << spec.name;
+}
+
+TEST(ParamEnumTest, EveryEnumTypeBelongsToTheParamThatListsItsChoices) {
+  ExpectEnumMatchesItsParam<LogLevel>(kLogLevelTexts);
+  ExpectEnumMatchesItsParam<ShimMode>(kShimModeTexts);
+  ExpectEnumMatchesItsParam<PolicyKind>(kPolicyKindTexts);
+  ExpectEnumMatchesItsParam<ClassPrioritySetting>(kClassPrioritySettingTexts);
+  ExpectEnumMatchesItsParam<OccupancySource>(kOccupancySourceTexts);
+  EXPECT_EQ(kShimModeTexts[static_cast<int>(ShimMode::kSchedule)], "schedule");
+  EXPECT_EQ(kLogLevelTexts[static_cast<int>(LogLevel::kTRACE)], "TRACE");
+}
+
+TEST(ParamEnumTest, ParamChoiceReadsTheTypedValue) {
+  EnvGuard env;
+  env.Set("TRIRACE_MODE", "Schedule").Set("TRIRACE_POLICY", "fifo").Apply();
+  EXPECT_EQ(ParamChoice<ShimMode>(), ShimMode::kSchedule);
+  EXPECT_EQ(ParamChoice<PolicyKind>(), PolicyKind::kFifo);
 }
 
 }  // namespace
