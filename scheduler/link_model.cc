@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/logging.h"
+#include "common/net_interfaces.h"
 #include "common/params.h"
 #include "common/process_info.h"
 
@@ -33,10 +34,8 @@ NicLinkModel::Options NicLinkModel::Options::FromParams(const std::string& sysfs
   if (gbps > 0) {
     o.nic_bytes_per_s = gbps * 1e9 / 8;
   } else {
-    std::ifstream speed(sysfs_net + "/" + o.local_interface + "/speed");
-    long mbps = 0;  // -1 or unreadable for lo and virtual interfaces
-    if (speed >> mbps && mbps > 0) {
-      o.nic_bytes_per_s = static_cast<double>(mbps) * 1e6 / 8;
+    if (std::optional<int64_t> mbps = SysfsLinkSpeedMbps(o.local_interface, sysfs_net)) {
+      o.nic_bytes_per_s = static_cast<double>(*mbps) * 1e6 / 8;
     } else {
       TRIRACE_INFO(SCHED, "link model: no speed for interface %s; assuming 100 Gbit/s (set TRIRACE_NIC_GBPS)",
                    o.local_interface);

@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/clock.h"
+#include "common/net_interfaces.h"
 #include "common/params.h"
 #include "common/status.h"
 
@@ -61,35 +62,21 @@ std::string SockAddr::ToString() const {
   return absl::StrCat("[", host, "]:", port);
 }
 
-bool InterfaceMatches(absl::string_view spec, absl::string_view name) {
-  bool exclude = absl::ConsumePrefix(&spec, "^");
-  bool exact = absl::ConsumePrefix(&spec, "=");
-  bool listed = false;
-  for (absl::string_view item : absl::StrSplit(spec, ',', absl::SkipWhitespace())) {
-    if (exact ? name == item : absl::StartsWith(name, item)) listed = true;
-  }
-  return exclude ? !listed : listed;
-}
-
 absl::StatusOr<SockAddr> BootstrapAddress() {
-  std::string spec = ParamString(ParamId::kNetIfname);
-  const char* source = "TRIRACE_NET_IFNAME";
-  if (spec.empty()) {
-    const char* env = std::getenv("NCCL_SOCKET_IFNAME");
-    spec = env != nullptr ? env : "";
-    source = "NCCL_SOCKET_IFNAME";
-  }
-  if (spec.empty()) {
-    spec = "lo";
+  std::string source;
+  std::string text = InterfaceSpecText(&source);
+  if (text.empty()) {
+    text = "lo";  // the bootstrap's rule for an empty spec (common/net_interfaces.h)
     source = "default";
   }
+  const InterfaceSpec spec = InterfaceSpec::Parse(text);
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return SystemError("getifaddrs", errno);
   SockAddr found;
   for (int family : {AF_INET, AF_INET6}) {
     for (ifaddrs* it = list; it != nullptr && found.len == 0; it = it->ifa_next) {
       if (it->ifa_addr == nullptr || it->ifa_addr->sa_family != family) continue;
-      if (!InterfaceMatches(spec, it->ifa_name)) continue;
+      if (!spec.Matches(it->ifa_name)) continue;
       found.len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
       std::memcpy(&found.storage, it->ifa_addr, found.len);
     }
@@ -98,7 +85,7 @@ absl::StatusOr<SockAddr> BootstrapAddress() {
   if (found.len == 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "hostccl bootstrap: no network interface matches %s='%s' (comma list of name prefixes, ^ to "
-        "exclude, = for exact names)", source, spec));
+        "exclude, = for exact names)", source, text));
   }
   return found;
 }

@@ -1,11 +1,10 @@
 // Small TCP helpers for hostccl's bootstrap: an owning socket, addresses,
 // interface selection and deadline-bounded send/receive of whole buffers.
 //
-// Interface rules (BootstrapAddress): TRIRACE_NET_IFNAME, else
-// NCCL_SOCKET_IFNAME, else "lo" (loopback). The value is a comma list of
-// name prefixes; a leading '^' excludes the listed prefixes instead; '='
-// before the list asks for exact names. The first matching interface with
-// an IPv4 address wins, then one with IPv6.
+// Interface rules (BootstrapAddress): the spec rules every TriRace part
+// shares (common/net_interfaces.h: TRIRACE_NET_IFNAME, else
+// NCCL_SOCKET_IFNAME), and "lo" (loopback) when neither is set. The first
+// matching interface with an IPv4 address wins, then one with IPv6.
 //
 // Thread safety: functions are thread-safe; a Socket is owned by one thread.
 #ifndef TRIRACE_HOSTCCL_SRC_SOCKET_H_
@@ -48,8 +47,6 @@ struct SockAddr {
 
 // The address the bootstrap listens on (port 0), from the interface rules.
 absl::StatusOr<SockAddr> BootstrapAddress();
-// True when `name` passes the interface rule `spec` (see above).
-bool InterfaceMatches(absl::string_view spec, absl::string_view name);
 
 // A listening socket on `addr`; *bound receives the address with its port.
 absl::StatusOr<Socket> ListenOn(const SockAddr& addr, SockAddr* bound);

@@ -17,32 +17,6 @@
 namespace trirace::net::tcp {
 namespace {
 
-TEST(NetPluginInterfaceSpec, PrefixExcludeAndExact) {
-  InterfaceSpec prefix = InterfaceSpec::Parse("eth,ib");
-  EXPECT_TRUE(prefix.Matches("eth0"));
-  EXPECT_TRUE(prefix.Matches("ib1"));
-  EXPECT_FALSE(prefix.Matches("lo"));
-  EXPECT_FALSE(prefix.NamesLoopback());
-
-  InterfaceSpec exclude = InterfaceSpec::Parse("^docker,lo");
-  EXPECT_FALSE(exclude.Matches("docker0"));
-  EXPECT_FALSE(exclude.Matches("lo"));
-  EXPECT_TRUE(exclude.Matches("eth0"));
-  EXPECT_FALSE(exclude.NamesLoopback());
-
-  InterfaceSpec exact = InterfaceSpec::Parse("=eth0");
-  EXPECT_TRUE(exact.Matches("eth0"));
-  EXPECT_FALSE(exact.Matches("eth01"));
-
-  InterfaceSpec exact_exclude = InterfaceSpec::Parse("^=eth0");
-  EXPECT_FALSE(exact_exclude.Matches("eth0"));
-  EXPECT_TRUE(exact_exclude.Matches("eth01"));
-
-  EXPECT_TRUE(InterfaceSpec::Parse("lo").NamesLoopback());
-  EXPECT_TRUE(InterfaceSpec::Parse("=lo").NamesLoopback());
-  EXPECT_TRUE(InterfaceSpec::Parse("").empty());
-}
-
 TEST(NetPluginInterfaces, LoopbackWhenAskedFor) {
   auto found = DiscoverInterfaces(InterfaceSpec::Parse("=lo"));
   ASSERT_TRUE(found.ok()) << found.status();

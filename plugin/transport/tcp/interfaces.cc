@@ -5,18 +5,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
-#include "common/params.h"
 #include "common/status.h"
 
 namespace trirace::net::tcp {
@@ -27,56 +19,7 @@ bool IsDefaultExcluded(absl::string_view name) {
          absl::StartsWith(name, "virbr");
 }
 
-std::string PciPath(const std::string& ifname) {
-  std::string link = "/sys/class/net/" + ifname + "/device";
-  char resolved[PATH_MAX];
-  if (realpath(link.c_str(), resolved) == nullptr) return "";
-  return resolved;
-}
-
-int SpeedMbps(const std::string& ifname) {
-  std::ifstream in("/sys/class/net/" + ifname + "/speed");
-  std::string text;
-  int speed = 0;
-  if (in && std::getline(in, text) && absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &speed) &&
-      speed > 0) {
-    return speed;
-  }
-  return kDefaultSpeedMbps;
-}
-
 }  // namespace
-
-InterfaceSpec InterfaceSpec::Parse(absl::string_view text) {
-  InterfaceSpec spec;
-  text = absl::StripAsciiWhitespace(text);
-  if (absl::ConsumePrefix(&text, "^")) spec.exclude_ = true;
-  if (absl::ConsumePrefix(&text, "=")) spec.exact_ = true;
-  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
-    spec.names_.emplace_back(absl::StripAsciiWhitespace(part));
-  }
-  return spec;
-}
-
-bool InterfaceSpec::Matches(absl::string_view ifname) const {
-  bool hit = std::any_of(names_.begin(), names_.end(), [&](const std::string& n) {
-    return exact_ ? ifname == n : absl::StartsWith(ifname, n);
-  });
-  return exclude_ ? !hit : hit;
-}
-
-bool InterfaceSpec::NamesLoopback() const {
-  if (exclude_) return false;
-  return std::any_of(names_.begin(), names_.end(),
-                     [&](const std::string& n) { return exact_ ? n == "lo" : absl::StartsWith("lo", n); });
-}
-
-std::string InterfaceSpecText() {
-  const std::string& own = ParamString(ParamId::kNetIfname);
-  if (!own.empty()) return own;
-  const char* nccl = std::getenv("NCCL_SOCKET_IFNAME");
-  return nccl ? nccl : "";
-}
 
 absl::StatusOr<std::vector<Interface>> DiscoverInterfaces(const InterfaceSpec& spec) {
   ifaddrs* list = nullptr;
@@ -123,8 +66,9 @@ absl::StatusOr<std::vector<Interface>> DiscoverInterfaces(const InterfaceSpec& s
   }
   if (chosen.empty()) chosen = loopbacks;  // nothing else: loopback it is
   for (Interface& itf : chosen) {
-    itf.pci_path = itf.loopback ? "" : PciPath(itf.name);
-    itf.speed_mbps = itf.loopback ? kDefaultSpeedMbps : SpeedMbps(itf.name);
+    itf.pci_path = itf.loopback ? "" : SysfsDevicePath(itf.name);
+    itf.speed_mbps = itf.loopback ? kDefaultSpeedMbps
+                                  : static_cast<int>(SysfsLinkSpeedMbps(itf.name).value_or(kDefaultSpeedMbps));
   }
   return chosen;
 }

@@ -1,12 +1,9 @@
 // Network interfaces the TCP transport offers as NCCL devices.
 //
-// Selection follows NCCL's socket transport: a spec of comma-separated
-// interface name prefixes ("eth,ib"), "^" in front to exclude instead
-// ("^docker,lo"), "=" in front for exact names ("=eth0,eth1"); both may be
-// combined ("^=docker0"). The spec comes from TRIRACE_NET_IFNAME, else
-// NCCL_SOCKET_IFNAME. Without a spec every up interface except loopback,
-// docker* and virbr* is used; loopback is used only when nothing else
-// exists or when the spec names it.
+// Selection follows NCCL's socket transport, with the spec rules every
+// TriRace part shares (common/net_interfaces.h). Without a spec every up
+// interface except loopback, docker* and virbr* is used; loopback is used
+// only when nothing else exists or when the spec names it.
 //
 // Thread safety: the functions are thread-safe (no shared state).
 #ifndef TRIRACE_PLUGIN_TRANSPORT_TCP_INTERFACES_H_
@@ -17,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/net_interfaces.h"
 #include "plugin/transport/tcp/socket.h"
 
 namespace trirace::net::tcp {
@@ -39,27 +37,9 @@ inline constexpr int kDefaultSpeedMbps = 10000;
 // unless it knows the NIC).
 int AutoDataSockets(int speed_mbps, bool loopback);
 
-// A parsed interface spec.
-class InterfaceSpec {
- public:
-  static InterfaceSpec Parse(absl::string_view text);
-  bool empty() const { return names_.empty(); }
-  bool Matches(absl::string_view ifname) const;
-  // True if the spec selects loopback explicitly (a non-excluding "lo...").
-  bool NamesLoopback() const;
-
- private:
-  std::vector<std::string> names_;
-  bool exclude_ = false;
-  bool exact_ = false;
-};
-
 // The interfaces to use, in a stable order (by name), one address each
 // (IPv4 preferred; IPv6 link-local addresses are skipped).
 absl::StatusOr<std::vector<Interface>> DiscoverInterfaces(const InterfaceSpec& spec);
-
-// TRIRACE_NET_IFNAME, else NCCL_SOCKET_IFNAME, else "".
-std::string InterfaceSpecText();
 
 }  // namespace trirace::net::tcp
 

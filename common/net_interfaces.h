@@ -1,0 +1,56 @@
+// The network-interface rules every TriRace part shares: which interfaces a
+// name spec selects (NCCL_SOCKET_IFNAME's syntax) and what sysfs says about
+// an interface (link speed, PCI device).
+//
+// A spec is a comma list of interface name prefixes ("eth,ib"); "^" in front
+// excludes the listed ones instead ("^docker,lo"); "=" in front asks for
+// exact names ("=eth0,eth1"); both combine ("^=docker0"). The spec comes
+// from TRIRACE_NET_IFNAME, else NCCL_SOCKET_IFNAME (InterfaceSpecText).
+// What an empty spec means is the caller's rule, stated where it is used:
+// the TCP transport takes every up interface but loopback and virtual
+// bridges; hostccl's bootstrap takes loopback (a one-host job needs no
+// more, and a multi-host job sets the variable, as with NCCL).
+//
+// Thread safety: stateless.
+#ifndef TRIRACE_COMMON_NET_INTERFACES_H_
+#define TRIRACE_COMMON_NET_INTERFACES_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace trirace {
+
+class InterfaceSpec {
+ public:
+  static InterfaceSpec Parse(absl::string_view text);
+  bool empty() const { return names_.empty(); }
+  bool Matches(absl::string_view ifname) const;
+  // True if the spec selects loopback explicitly (a non-excluding "lo...").
+  bool NamesLoopback() const;
+
+ private:
+  std::vector<std::string> names_;
+  bool exclude_ = false;
+  bool exact_ = false;
+};
+
+// TRIRACE_NET_IFNAME, else NCCL_SOCKET_IFNAME, else "". `source` (optional)
+// gets the variable's name, or "" when neither is set.
+std::string InterfaceSpecText(std::string* source = nullptr);
+
+// <sysfs_net>/<ifname>/speed in Mbit/s; nullopt when missing, unreadable or
+// not positive (loopback and virtual interfaces report -1 or nothing).
+std::optional<int64_t> SysfsLinkSpeedMbps(const std::string& ifname,
+                                          const std::string& sysfs_net = "/sys/class/net");
+
+// The resolved path of <sysfs_net>/<ifname>/device (the PCI device), or ""
+// for an interface without one.
+std::string SysfsDevicePath(const std::string& ifname, const std::string& sysfs_net = "/sys/class/net");
+
+}  // namespace trirace
+
+#endif  // TRIRACE_COMMON_NET_INTERFACES_H_
