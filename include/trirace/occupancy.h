@@ -147,6 +147,12 @@ int trirace_occ_open_name(const char* shm_name, trirace_occ_reader_t** out);
  * stayed busy; see trirace_occ_read_proc. */
 int trirace_occ_read(trirace_occ_reader_t* reader, trirace_occ_snapshot_t* out);
 
+/* trirace_occ_read, and in the same pass (from the same slot copies) the
+ * part of process `pid` alone into `own` (own->num_procs is 0 when `pid`
+ * has no live slot). `own` may be NULL. */
+int trirace_occ_read_split(trirace_occ_reader_t* reader, int32_t pid, trirace_occ_snapshot_t* out,
+                           trirace_occ_snapshot_t* own);
+
 /* Copies slot `index` (0 .. TRIRACE_OCC_MAX_PROCS-1) consistently. Returns
  * ENOENT when the slot is free or its process is dead, EAGAIN when its
  * writer kept it busy for 20 ms (try again). */

@@ -22,6 +22,39 @@ struct trirace_occ_reader {
 
 extern "C" {
 
+namespace {
+
+// Adds one live process slot to `sum`: its NICs merged by name, per class
+// and in total.
+void AddProc(const trirace_occ_proc_t& proc, trirace_occ_snapshot_t* sum) {
+  sum->num_procs++;
+  for (uint32_t n = 0; n < proc.num_nics && n < TRIRACE_OCC_MAX_NICS; ++n) {
+    const trirace_occ_nic_t& nic = proc.nics[n];
+    uint32_t k = 0;
+    while (k < sum->num_nics && std::strncmp(sum->nics[k].name, nic.name, TRIRACE_OCC_NAME_LEN) != 0) ++k;
+    if (k == sum->num_nics) {
+      if (sum->num_nics == TRIRACE_OCC_MAX_NICS) continue;
+      sum->num_nics++;
+      std::memcpy(sum->nics[k].name, nic.name, TRIRACE_OCC_NAME_LEN);
+      sum->nics[k].speed_mbps = nic.speed_mbps;
+    }
+    trirace_occ_nic_summary_t& nic_sum = sum->nics[k];
+    nic_sum.num_procs++;
+    if (proc.update_ns > nic_sum.update_ns) nic_sum.update_ns = proc.update_ns;
+    for (int c = 0; c < TRIRACE_OCC_NUM_CLASSES; ++c) {
+      const auto* src = reinterpret_cast<const uint64_t*>(&nic.cls[c]);
+      auto* dst = reinterpret_cast<uint64_t*>(&nic_sum.cls[c]);
+      auto* total = reinterpret_cast<uint64_t*>(&nic_sum.total);
+      for (size_t f = 0; f < sizeof(trirace_occ_counters_t) / sizeof(uint64_t); ++f) {
+        dst[f] += src[f];
+        total[f] += src[f];
+      }
+    }
+  }
+}
+
+}  // namespace
+
 int trirace_occ_segment_name(const char* job, char* buf, size_t len) {
   std::string name = trirace::occupancy::SegmentName(job ? job : "");
   if (buf == nullptr || len <= name.size()) return ENOSPC;
@@ -93,9 +126,18 @@ int trirace_occ_read_proc(trirace_occ_reader_t* reader, uint32_t index, trirace_
 }
 
 int trirace_occ_read(trirace_occ_reader_t* reader, trirace_occ_snapshot_t* out) {
+  return trirace_occ_read_split(reader, 0, out, nullptr);
+}
+
+int trirace_occ_read_split(trirace_occ_reader_t* reader, int32_t pid, trirace_occ_snapshot_t* out,
+                           trirace_occ_snapshot_t* own) {
   if (reader == nullptr || out == nullptr) return EINVAL;
   std::memset(out, 0, sizeof(*out));
   out->time_ns = trirace::occupancy::NowNs();
+  if (own != nullptr) {
+    std::memset(own, 0, sizeof(*own));
+    own->time_ns = out->time_ns;
+  }
   auto* proc = new (std::nothrow) trirace_occ_proc_t;
   if (proc == nullptr) return ENOMEM;
   int rc = 0;
@@ -103,33 +145,14 @@ int trirace_occ_read(trirace_occ_reader_t* reader, trirace_occ_snapshot_t* out) 
     const int slot_rc = trirace_occ_read_proc(reader, i, proc);
     if (slot_rc == EAGAIN) rc = EAGAIN;  // a partial sum would look like a drop in traffic
     if (slot_rc != 0) continue;
-    out->num_procs++;
-    for (uint32_t n = 0; n < proc->num_nics; ++n) {
-      const trirace_occ_nic_t& nic = proc->nics[n];
-      uint32_t k = 0;
-      while (k < out->num_nics && std::strcmp(out->nics[k].name, nic.name) != 0) ++k;
-      if (k == out->num_nics) {
-        if (out->num_nics == TRIRACE_OCC_MAX_NICS) continue;
-        out->num_nics++;
-        std::memcpy(out->nics[k].name, nic.name, TRIRACE_OCC_NAME_LEN);
-        out->nics[k].speed_mbps = nic.speed_mbps;
-      }
-      trirace_occ_nic_summary_t& sum = out->nics[k];
-      sum.num_procs++;
-      if (proc->update_ns > sum.update_ns) sum.update_ns = proc->update_ns;
-      for (int c = 0; c < TRIRACE_OCC_NUM_CLASSES; ++c) {
-        const auto* src = reinterpret_cast<const uint64_t*>(&nic.cls[c]);
-        auto* dst = reinterpret_cast<uint64_t*>(&sum.cls[c]);
-        auto* total = reinterpret_cast<uint64_t*>(&sum.total);
-        for (size_t f = 0; f < sizeof(trirace_occ_counters_t) / sizeof(uint64_t); ++f) {
-          dst[f] += src[f];
-          total[f] += src[f];
-        }
-      }
-    }
+    AddProc(*proc, out);
+    if (own != nullptr && pid != 0 && proc->owner_pid == pid) AddProc(*proc, own);
   }
   delete proc;
-  if (rc != 0) std::memset(out, 0, sizeof(*out));
+  if (rc != 0) {
+    std::memset(out, 0, sizeof(*out));
+    if (own != nullptr) std::memset(own, 0, sizeof(*own));
+  }
   return rc;
 }
 

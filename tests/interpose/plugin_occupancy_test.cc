@@ -111,8 +111,7 @@ TEST(PluginOccupancyTest, ASlotStuckMidUpdateSkipsTheSampleInsteadOfAPartialSum)
   auto stuck = (*reader)->Read();
   ASSERT_FALSE(stuck.ok()) << "the read summed the other slots without the stuck one";
   EXPECT_EQ(stuck.status().code(), absl::StatusCode::kUnavailable) << stuck.status();
-  EXPECT_NE(stuck.status().message().find("slot " + std::to_string(TRIRACE_OCC_MAX_PROCS - 1)), std::string::npos)
-      << stuck.status();
+  EXPECT_NE(stuck.status().message().find("mid-update"), std::string::npos) << stuck.status();
   // The writer finishes: the next sample has both processes.
   WriteForeignSlot(seg.name(), TRIRACE_OCC_MAX_PROCS - 1, getppid(), "eth7", 5000);
   uint64_t tx = 0;
