@@ -24,7 +24,16 @@ set(CMAKE_CXX_VISIBILITY_PRESET hidden)
 set(CMAKE_C_VISIBILITY_PRESET hidden)
 set(CMAKE_VISIBILITY_INLINES_HIDDEN ON)
 
+option(TRIRACE_THREAD_SAFETY "Check lock annotations with clang's -Wthread-safety (needs clang)" OFF)
+
 add_compile_options(-Wall -Wextra)
+if(TRIRACE_THREAD_SAFETY)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "TRIRACE_THREAD_SAFETY=ON needs clang (CXX=clang++), not ${CMAKE_CXX_COMPILER_ID}")
+  endif()
+  # ABSL_GUARDED_BY and friends are checked only by clang.
+  add_compile_options(-Wthread-safety)
+endif()
 if(TRIRACE_WERROR)
   add_compile_options(-Werror)
 endif()

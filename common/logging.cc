@@ -5,13 +5,14 @@
 
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "common/params.h"
 #include "common/process_info.h"
 
@@ -32,10 +33,11 @@ constexpr SubsysEntry kSubsystems[] = {
 // -1 until configured from Params.
 std::atomic<int> g_level{-1};
 std::atomic<uint32_t> g_mask{0};
-std::mutex g_config_mutex;  // configuration and the sink, not the write path
-int g_fd = STDERR_FILENO;
-log::SinkFn g_sink = nullptr;
-void* g_sink_ctx = nullptr;
+// Configuration and the sink, not the write path.
+ABSL_CONST_INIT absl::Mutex g_config_mutex(absl::kConstInit);
+int g_fd ABSL_GUARDED_BY(g_config_mutex) = STDERR_FILENO;
+log::SinkFn g_sink ABSL_GUARDED_BY(g_config_mutex) = nullptr;
+void* g_sink_ctx ABSL_GUARDED_BY(g_config_mutex) = nullptr;
 
 // Writes all of `data` to `fd`, retrying on EINTR and short writes.
 void WriteAll(int fd, absl::string_view data) {
@@ -49,7 +51,7 @@ void WriteAll(int fd, absl::string_view data) {
 
 // Applies Params to the logger; returns the problems to report once the
 // configuration lock is released.
-std::vector<std::string> ConfigureLocked() {
+std::vector<std::string> ConfigureLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_config_mutex) {
   const Params& params = Params::GetQuiet();
   std::string problems;
   auto mask = log::ParseSubsysMask(params.Value(ParamId::kDebugSubsys).text);
@@ -93,7 +95,7 @@ void EnsureConfigured() {
   if (g_level.load(std::memory_order_acquire) >= 0) return;
   std::vector<std::string> problems;
   {
-    std::lock_guard<std::mutex> lock(g_config_mutex);
+    absl::MutexLock lock(&g_config_mutex);
     if (g_level.load(std::memory_order_relaxed) < 0) problems = ConfigureLocked();
   }
   Report(problems);
@@ -159,7 +161,7 @@ void Write(LogLevel level, Subsys subsys, const char* file, int line, absl::stri
   void* ctx;
   int fd;
   {
-    std::lock_guard<std::mutex> lock(g_config_mutex);
+    absl::MutexLock lock(&g_config_mutex);
     sink = g_sink;
     ctx = g_sink_ctx;
     fd = g_fd;
@@ -175,7 +177,7 @@ void Write(LogLevel level, Subsys subsys, const char* file, int line, absl::stri
 }
 
 void SetSink(SinkFn sink, void* ctx) {
-  std::lock_guard<std::mutex> lock(g_config_mutex);
+  absl::MutexLock lock(&g_config_mutex);
   g_sink = sink;
   g_sink_ctx = ctx;
 }
@@ -183,7 +185,7 @@ void SetSink(SinkFn sink, void* ctx) {
 void ReconfigureForTesting() {
   std::vector<std::string> problems;
   {
-    std::lock_guard<std::mutex> lock(g_config_mutex);
+    absl::MutexLock lock(&g_config_mutex);
     problems = ConfigureLocked();
   }
   Report(problems);

@@ -3,13 +3,14 @@
 #include <atomic>
 #include <cassert>
 #include <cstdlib>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "common/logging.h"
 #include "common/param_table.h"
 
@@ -18,7 +19,7 @@ namespace {
 
 std::atomic<const Params*> g_params{nullptr};
 std::atomic<bool> g_warned{false};
-std::mutex g_load_mutex;
+ABSL_CONST_INIT absl::Mutex g_load_mutex(absl::kConstInit);
 
 absl::Status Invalid(const ParamSpec& spec, absl::string_view text) {
   return absl::InvalidArgumentError(absl::StrCat(spec.name, "=\"", text, "\" is not valid: expected ",
@@ -128,7 +129,7 @@ Params::Params() {
 const Params& Params::GetQuiet() {
   const Params* p = g_params.load(std::memory_order_acquire);
   if (p == nullptr) {
-    std::lock_guard<std::mutex> lock(g_load_mutex);
+    absl::MutexLock lock(&g_load_mutex);
     p = g_params.load(std::memory_order_relaxed);
     if (p == nullptr) {
       p = new Params();  // lives for the process: readers hold references
@@ -149,7 +150,7 @@ const Params& Params::Get() {
 
 void Params::ReloadForTesting() {
   {
-    std::lock_guard<std::mutex> lock(g_load_mutex);
+    absl::MutexLock lock(&g_load_mutex);
     // The old instance is leaked on purpose: a test may still hold a reference.
     g_params.store(new Params(), std::memory_order_release);
     g_warned.store(false);

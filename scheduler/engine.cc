@@ -33,16 +33,16 @@ Engine::~Engine() { Stop(); }
 
 void Engine::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopped_) return;
     stopped_ = true;
     wake_requested_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
   std::vector<ReleasedTask> released;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     const int64_t now = options_.clock->NowNs();
     std::vector<const Task*> held = pending_;
     for (const Task* t : held) ReleaseLocked(tasks_.at(t->id).get(), ReleaseReason::kShutdown, now, &released);
@@ -52,27 +52,30 @@ void Engine::Stop() {
 }
 
 LinkId Engine::AddLink(const LinkSpec& spec) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return links_.Add(spec);
 }
 
 void Engine::SetCompletionPoller(CompletionPoller* poller) {
-  std::lock_guard<std::mutex> step(step_mu_);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock step(&step_mu_);
+  absl::MutexLock lock(&mu_);
   poller_ = poller;
 }
 
 void Engine::SetOccupancyReader(std::unique_ptr<OccupancyReader> reader,
                                 std::vector<std::pair<std::string, LinkId>> device_links) {
-  std::lock_guard<std::mutex> step(step_mu_);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock step(&step_mu_);
+  const bool sampling = reader != nullptr;
   sampler_.SetReader(std::move(reader), std::move(device_links));
+  absl::MutexLock lock(&mu_);
+  sampling_ = sampling;
+  next_sample_ns_ = 0;  // the first sample is due at once
 }
 
 void Engine::ChangeThenPass(absl::FunctionRef<bool(int64_t now, std::vector<ReleasedTask>* released)> change) {
   std::vector<ReleasedTask> released;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     const int64_t now = options_.clock->NowNs();
     if (change(now, &released) && !stopped_) {
       PassLocked(now, &released);
@@ -84,7 +87,7 @@ void Engine::ChangeThenPass(absl::FunctionRef<bool(int64_t now, std::vector<Rele
 
 TaskId Engine::Submit(TaskSpec spec, TaskId reserved_id) {
   TaskId id = reserved_id != 0 ? reserved_id : ReserveId();
-  ChangeThenPass([&](int64_t now, std::vector<ReleasedTask>* released) {
+  ChangeThenPass([&](int64_t now, std::vector<ReleasedTask>* released) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Task* t = AddTaskLocked(id, std::move(spec), now);
     id = t->id;
     if (stopped_ && t->state == TaskState::kPending) {
@@ -98,7 +101,7 @@ TaskId Engine::Submit(TaskSpec spec, TaskId reserved_id) {
 
 absl::Status Engine::Complete(TaskId id) {
   absl::Status status;
-  ChangeThenPass([&](int64_t, std::vector<ReleasedTask>*) {
+  ChangeThenPass([&](int64_t, std::vector<ReleasedTask>*) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     status = CompleteLocked(id);
     return status.ok();
   });
@@ -106,7 +109,7 @@ absl::Status Engine::Complete(TaskId id) {
 }
 
 void Engine::ReportOccupancy(LinkId link, double measured_bytes_per_s, double ours_bytes_per_s) {
-  ChangeThenPass([&](int64_t now, std::vector<ReleasedTask>*) {
+  ChangeThenPass([&](int64_t now, std::vector<ReleasedTask>*) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     links_.ApplyRate(link, measured_bytes_per_s, ours_bytes_per_s, now);
     ++stats_.occupancy_samples;
     return true;
@@ -114,7 +117,7 @@ void Engine::ReportOccupancy(LinkId link, double measured_bytes_per_s, double ou
 }
 
 void Engine::BeginIteration(int64_t iteration) {
-  ChangeThenPass([&](int64_t now, std::vector<ReleasedTask>*) {
+  ChangeThenPass([&](int64_t now, std::vector<ReleasedTask>*) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (iteration_.start_ns >= 0 && iteration > iteration_.current) {
       const int64_t sample = (now - iteration_.start_ns) / (iteration - iteration_.current);
       iteration_.period_ns = iteration_.period_ns == 0
@@ -132,12 +135,12 @@ void Engine::Open(const std::vector<ReleasedTask>& released) {
 }
 
 size_t Engine::pending_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return pending_.size();
 }
 
 size_t Engine::running_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return running_.size();
 }
 

@@ -63,19 +63,19 @@
 #include <pthread.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "scheduler/link_model.h"
 #include "scheduler/link_table.h"
@@ -153,7 +153,7 @@ class Engine {
   void Stop();
 
   // Registers a link; ids are 0, 1, ... in call order.
-  LinkId AddLink(const LinkSpec& spec);
+  LinkId AddLink(const LinkSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
   // Optional; may be set once, before or after tasks exist. Must outlive
   // the engine (or be replaced by nullptr first).
   void SetCompletionPoller(CompletionPoller* poller);
@@ -198,56 +198,63 @@ class Engine {
   // at the clock's now (it may append releases; false skips the pass),
   // a policy pass on the calling thread unless stopped, wake the engine
   // thread if it would now sleep too long, unlock, open what was released.
-  void ChangeThenPass(absl::FunctionRef<bool(int64_t now, std::vector<ReleasedTask>* released)> change);
+  // `change` runs with mu_ held (a lambda's body is not checked by the
+  // thread-safety analysis, so the callers annotate what they touch).
+  void ChangeThenPass(absl::FunctionRef<bool(int64_t now, std::vector<ReleasedTask>* released)> change)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // The task table (engine_tasks.cc).
-  Task* AddTaskLocked(TaskId id, TaskSpec spec, int64_t now);
-  void ReleaseLocked(Task* task, ReleaseReason reason, int64_t now, std::vector<ReleasedTask>* out);
-  absl::Status CompleteLocked(TaskId id);
+  Task* AddTaskLocked(TaskId id, TaskSpec spec, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReleaseLocked(Task* task, ReleaseReason reason, int64_t now, std::vector<ReleasedTask>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CompleteLocked(TaskId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // The policy pass and the hold bound at `now` (engine_pass.cc); appends
   // what to open to `out`.
-  void PassLocked(int64_t now, std::vector<ReleasedTask>* out);
+  void PassLocked(int64_t now, std::vector<ReleasedTask>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // The engine thread and its wake-ups (engine_thread.cc).
-  void ThreadMain();
+  void ThreadMain() ABSL_LOCKS_EXCLUDED(mu_, step_mu_);
   // The clock time the engine thread must wake by, given the current state.
-  int64_t WantedWakeLocked(int64_t now) const;
+  int64_t WantedWakeLocked(int64_t now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After a caller-thread pass: wakes the engine thread if it sleeps too long.
-  void MaybeWakeThreadLocked(int64_t now);
+  void MaybeWakeThreadLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  void Open(const std::vector<ReleasedTask>& released);
+  void Open(const std::vector<ReleasedTask>& released) ABSL_LOCKS_EXCLUDED(mu_);
 
   const EngineOptions options_;
-  std::unique_ptr<Policy> policy_;
+  const std::unique_ptr<Policy> policy_;  // Decide/OnTaskDone under mu_
   GateOpener* const opener_;
 
-  // One Step() at a time. The sampler's reader is read under it alone and
-  // replaced under both locks; its schedule is read under mu_.
-  std::mutex step_mu_;
-  OccupancySampler sampler_;
+  // One Step() at a time; the occupancy reader is used only under it.
+  // Lock order: step_mu_ before mu_.
+  absl::Mutex step_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  OccupancySampler sampler_ ABSL_GUARDED_BY(step_mu_);
 
-  mutable std::mutex mu_;  // everything below
-  std::condition_variable cv_;
-  std::unordered_map<TaskId, std::unique_ptr<Task>> tasks_;
-  std::vector<const Task*> pending_;  // submission order
-  std::vector<const Task*> running_;  // release order
-  std::unordered_map<CommId, std::deque<Task*>> comm_pending_;  // per comm, submission order
-  std::unordered_map<CommId, uint64_t> comm_seq_;
-  LinkTable links_;
-  IterationInfo iteration_;
-  Decision decision_;
-  CompletionPoller* poller_ = nullptr;
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;  // the engine thread sleeps on it, with mu_
+  std::unordered_map<TaskId, std::unique_ptr<Task>> tasks_ ABSL_GUARDED_BY(mu_);
+  std::vector<const Task*> pending_ ABSL_GUARDED_BY(mu_);  // submission order
+  std::vector<const Task*> running_ ABSL_GUARDED_BY(mu_);  // release order
+  // Per comm, its held tasks in submission order.
+  std::unordered_map<CommId, std::deque<Task*>> comm_pending_ ABSL_GUARDED_BY(mu_);
+  std::unordered_map<CommId, uint64_t> comm_seq_ ABSL_GUARDED_BY(mu_);
+  LinkTable links_ ABSL_GUARDED_BY(mu_);
+  IterationInfo iteration_ ABSL_GUARDED_BY(mu_);
+  Decision decision_ ABSL_GUARDED_BY(mu_);
+  CompletionPoller* poller_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool sampling_ ABSL_GUARDED_BY(mu_) = false;  // an occupancy reader is set
+  int64_t next_sample_ns_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<TaskId> next_id_{1};
-  uint64_t submit_seq_ = 0;
-  int64_t policy_wake_ns_ = kNeverNs;
-  int64_t poll_interval_ns_;
-  bool activity_ = false;          // something happened since the last Step
-  bool stopped_ = false;
-  bool wake_requested_ = false;
-  bool thread_awake_ = true;       // between wake-up and going to sleep
-  int64_t sleeping_until_ns_ = kNeverNs;
-  EngineStats stats_;
+  uint64_t submit_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t policy_wake_ns_ ABSL_GUARDED_BY(mu_) = kNeverNs;
+  int64_t poll_interval_ns_ ABSL_GUARDED_BY(mu_);
+  bool activity_ ABSL_GUARDED_BY(mu_) = false;  // something happened since the last Step
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  bool wake_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool thread_awake_ ABSL_GUARDED_BY(mu_) = true;  // between wake-up and going to sleep
+  int64_t sleeping_until_ns_ ABSL_GUARDED_BY(mu_) = kNeverNs;
+  EngineStats stats_ ABSL_GUARDED_BY(mu_);
 
   std::thread thread_;
   pthread_t thread_handle_{};

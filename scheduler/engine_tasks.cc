@@ -17,7 +17,8 @@ Task* Engine::AddTaskLocked(TaskId id, TaskSpec spec, int64_t now) {
   t->spec = std::move(spec);
   // Unknown links are dropped here, so accounting on release and
   // completion always touches the same links.
-  std::erase_if(t->spec.links, [this](LinkId l) { return !links_.Has(l); });
+  const size_t num_links = links_.size();
+  std::erase_if(t->spec.links, [num_links](LinkId l) { return l >= num_links; });
   t->enqueue_ns = now;
   t->submit_seq = submit_seq_++;
   t->comm_seq = comm_seq_[t->spec.comm]++;

@@ -3,8 +3,9 @@
 #include <time.h>
 
 #include <algorithm>
-#include <chrono>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "scheduler/engine.h"
 
 namespace trirace::sched {
@@ -21,7 +22,7 @@ int64_t Engine::WantedWakeLocked(int64_t now) const {
   int64_t wake = policy_wake_ns_;
   if (!pending_.empty()) {
     wake = std::min(wake, pending_.front()->enqueue_ns + options_.max_hold_ns);
-    if (sampler_.has_reader()) wake = std::min(wake, std::max(sampler_.next_sample_ns(), now));
+    if (sampling_) wake = std::min(wake, std::max(next_sample_ns_, now));
   }
   if (poller_ != nullptr && !running_.empty()) wake = std::min(wake, now + poll_interval_ns_);
   return wake;
@@ -35,28 +36,26 @@ void Engine::MaybeWakeThreadLocked(int64_t now) {
   }
   if (WantedWakeLocked(now) < sleeping_until_ns_) {
     wake_requested_ = true;
-    cv_.notify_one();
+    cv_.Signal();
   }
 }
 
 void Engine::Kick() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    wake_requested_ = true;
-  }
-  cv_.notify_one();
+  absl::MutexLock lock(&mu_);
+  wake_requested_ = true;
+  cv_.Signal();
 }
 
 int64_t Engine::Step() {
-  std::lock_guard<std::mutex> step(step_mu_);
+  absl::MutexLock step(&step_mu_);
   std::vector<TaskId> done;
   CompletionPoller* poller;
   bool poll, sample;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     poller = poller_;
     poll = poller != nullptr && !running_.empty();
-    sample = !pending_.empty() && sampler_.Due(options_.clock->NowNs());
+    sample = sampling_ && !pending_.empty() && options_.clock->NowNs() >= next_sample_ns_;
   }
   // Without the state lock: the poller and the reader may take their time.
   if (poll) poller->PollCompletions(&done);
@@ -65,12 +64,12 @@ int64_t Engine::Step() {
   std::vector<ReleasedTask> released;
   int64_t wake;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     const int64_t now = options_.clock->NowNs();
     if (poll) ++stats_.polls;
     for (TaskId id : done) CompleteLocked(id).IgnoreError();  // already completed via Complete()
     if (sample) {
-      sampler_.Taken(now, options_.occupancy_period_ns);
+      next_sample_ns_ = now + options_.occupancy_period_ns;
       ++stats_.occupancy_samples;
       for (const LinkRate& r : rates) links_.ApplyRate(r.link, r.bytes_per_s, r.ours_bytes_per_s, now);
     }
@@ -90,7 +89,7 @@ int64_t Engine::Step() {
 void Engine::ThreadMain() {
   while (true) {
     const int64_t wake = Step();
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopped_) {
       stats_.thread_cpu_ns = ThreadCpuNs(CLOCK_THREAD_CPUTIME_ID);  // the figure outlives the thread
       break;
@@ -101,12 +100,14 @@ void Engine::ThreadMain() {
     }
     thread_awake_ = false;
     sleeping_until_ns_ = wake;
-    auto woken = [this] { return wake_requested_ || stopped_; };
     if (wake == kNeverNs) {
-      cv_.wait(lock, woken);
+      while (!wake_requested_ && !stopped_) cv_.Wait(&mu_);
     } else {
       const int64_t delta = wake - options_.clock->NowNs();
-      if (delta > 0) cv_.wait_for(lock, std::chrono::nanoseconds(delta), woken);
+      const absl::Time deadline = absl::Now() + absl::Nanoseconds(delta);
+      while (delta > 0 && !wake_requested_ && !stopped_) {
+        if (cv_.WaitWithDeadline(&mu_, deadline)) break;  // timed out
+      }
     }
     thread_awake_ = true;
     sleeping_until_ns_ = kNeverNs;
@@ -120,7 +121,7 @@ void Engine::ThreadMain() {
 }
 
 EngineStats Engine::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   EngineStats s = stats_;
   clockid_t cid;
   // The thread exits only after seeing stopped_ (under mu_), so it is alive here.

@@ -45,7 +45,7 @@ NicLinkModel::Options NicLinkModel::Options::FromParams(const std::string& sysfs
 }
 
 NicLinkModel::NicLinkModel(Options options) : options_(std::move(options)) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   LinkOfHost(options_.local_host);
   links_[kLocalNic].interface = options_.local_interface;
 }
@@ -57,7 +57,7 @@ LinkId NicLinkModel::LinkOfHost(const std::string& host) {
 }
 
 std::vector<LinkSpec> NicLinkModel::links() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return links_;
 }
 
@@ -67,7 +67,7 @@ std::vector<LinkId> NicLinkModel::LinksFor(const OpEndpoints& op) {
     out.push_back(kLocalNic);
     return out;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const std::string& host : op.peer_hosts) {
     if (host == options_.local_host) continue;
     const LinkId id = LinkOfHost(host);

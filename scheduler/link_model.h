@@ -25,12 +25,13 @@
 #ifndef TRIRACE_SCHEDULER_LINK_MODEL_H_
 #define TRIRACE_SCHEDULER_LINK_MODEL_H_
 
-#include <mutex>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "scheduler/task.h"
 
 namespace trirace::sched {
@@ -80,12 +81,12 @@ class NicLinkModel final : public LinkModel {
   static constexpr LinkId kLocalNic = 0;
 
  private:
-  LinkId LinkOfHost(const std::string& host);  // mu_ held
+  LinkId LinkOfHost(const std::string& host) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
-  mutable std::mutex mu_;
-  std::vector<LinkSpec> links_;
-  std::unordered_map<std::string, LinkId> by_host_;
+  mutable absl::Mutex mu_;
+  std::vector<LinkSpec> links_ ABSL_GUARDED_BY(mu_);
+  std::unordered_map<std::string, LinkId> by_host_ ABSL_GUARDED_BY(mu_);
 };
 
 // The interface of the default IPv4 route in `proc_net_route` (the format

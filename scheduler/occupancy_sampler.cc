@@ -9,7 +9,6 @@ void OccupancySampler::SetReader(std::unique_ptr<OccupancyReader> reader,
   reader_ = std::move(reader);
   device_links_ = std::move(device_links);
   meter_ = RateMeter();
-  next_sample_ns_ = 0;
 }
 
 std::vector<LinkRate> OccupancySampler::Sample() {

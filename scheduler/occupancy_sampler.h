@@ -1,12 +1,11 @@
-// The engine's occupancy input: an OccupancyReader sampled every period
-// while tasks are held, its counters turned into rates, and each rate
-// mapped to the link its device measures.
+// The engine's occupancy input: an OccupancyReader whose counters are
+// turned into rates, each mapped to the link its device measures. When to
+// sample (every period while tasks are held) is the engine's decision.
 //
 // A failed read loses that sample only: kUnavailable (a transient miss) is
 // logged at TRACE, any other error warns once until the reader recovers.
 //
-// Thread safety: none; the engine serialises Sample() with its step lock
-// and the scheduling fields with its state lock.
+// Thread safety: none; the engine holds its step lock around every call.
 #ifndef TRIRACE_SCHEDULER_OCCUPANCY_SAMPLER_H_
 #define TRIRACE_SCHEDULER_OCCUPANCY_SAMPLER_H_
 
@@ -30,27 +29,20 @@ struct LinkRate {
 
 class OccupancySampler {
  public:
-  // Replaces the reader (nullptr: no input) and the device -> link map;
-  // the next sample is due at once.
+  // Replaces the reader (nullptr: no input) and the device -> link map.
   void SetReader(std::unique_ptr<OccupancyReader> reader,
                  std::vector<std::pair<std::string, LinkId>> device_links);
   bool has_reader() const { return reader_ != nullptr; }
 
-  // Whether a sample is due at `now`, and when the next one is.
-  bool Due(int64_t now) const { return reader_ != nullptr && now >= next_sample_ns_; }
-  int64_t next_sample_ns() const { return next_sample_ns_; }
   // Reads the counters and returns the rates since the previous read, per
-  // link (empty on the first read or a failed one).
+  // link (empty without a reader, on the first read or a failed one).
   std::vector<LinkRate> Sample();
-  // The sample taken at `now` was applied; the next is due a period later.
-  void Taken(int64_t now, int64_t period_ns) { next_sample_ns_ = now + period_ns; }
 
  private:
   std::unique_ptr<OccupancyReader> reader_;
   std::vector<std::pair<std::string, LinkId>> device_links_;
   RateMeter meter_;
   bool warned_ = false;
-  int64_t next_sample_ns_ = 0;
 };
 
 }  // namespace trirace::sched

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Builds everything and runs the whole test suite with ctest, then builds the
-# modules with a data path (the net plugin) under AddressSanitizer and runs
-# their suites again there.
+# Builds everything and runs the whole test suite with ctest; compiles every
+# module with clang and -Wthread-safety, so lock annotations (ABSL_GUARDED_BY,
+# ...) are checked; then builds the modules with a data path (the net plugin)
+# under AddressSanitizer and runs their suites again there.
 #   TRIRACE_TEST_ASAN=0     skips the AddressSanitizer pass
+#   TRIRACE_TEST_THREAD_SAFETY=0  skips the thread-safety pass
 #   TRIRACE_BUILD_DIR=dir   main build folder (default build/)
 # Extra arguments go to the CMake configure step of the main build.
 set -euo pipefail
@@ -12,6 +14,13 @@ jobs=$(nproc)
 
 "$root/scripts/build.sh" "$@"
 ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" --timeout 600
+
+if [ "${TRIRACE_TEST_THREAD_SAFETY:-1}" != "0" ]; then
+  tsa_dir="$build_dir-thread-safety"
+  echo "== Thread-safety analysis: every module with clang -Wthread-safety in $tsa_dir"
+  CC=clang CXX=clang++ TRIRACE_BUILD_DIR="$tsa_dir" "$root/scripts/build.sh" \
+    -DTRIRACE_THREAD_SAFETY=ON -DTRIRACE_BUILD_TESTS=OFF -DTRIRACE_BUILD_BENCHMARKS=OFF
+fi
 
 if [ "${TRIRACE_TEST_ASAN:-1}" != "0" ]; then
   asan_dir="$build_dir-asan"

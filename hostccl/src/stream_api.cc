@@ -76,7 +76,7 @@ TRIRACE_EXPORT ncclResult_t hostcclStreamWaitEvent(cudaStream_t stream, cudaEven
   if (!e.ok()) return ApiResult("hostcclStreamWaitEvent", e.status());
   auto [source, ticket] = (*e)->Point();
   if (source != nullptr && source != *s) {
-    (*s)->Enqueue([source = std::move(source), ticket] { source->WaitReached(ticket); });
+    (*s)->Enqueue([source = std::move(source), point = ticket] { source->WaitReached(point); });
   }
   return ncclSuccess;
 }

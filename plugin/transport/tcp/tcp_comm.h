@@ -144,7 +144,6 @@ class TcpSendComm : public TcpComm {
   absl::Status CheckBackChannel();
 
   std::deque<Outgoing> outgoing_;
-  int64_t stalled_since_ns_ = 0;
   unsigned calls_ = 0;
 };
 
