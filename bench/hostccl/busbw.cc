@@ -29,14 +29,14 @@
 #include "common/params.h"
 #include "hostccl/src/bootstrap.h"
 #include "hostccl/src/net_plugin.h"
-#include "hostccl/src/net_transport.h"
+#include "hostccl/src/net_peer_links.h"
 
 extern char** environ;
 
 namespace {
 
 using trirace::hostccl::NetPlugin;
-using trirace::hostccl::NetTransport;
+using trirace::hostccl::NetPeerLinks;
 
 std::string ToHex(const ncclUniqueId& id) {
   static const char* d = "0123456789abcdef";
@@ -55,7 +55,7 @@ double Now() { return trirace::MonotonicNs() * 1e-9; }
 int P2pRank(int rank, const ncclUniqueId& id, const std::string& out) {
   auto plugin = NetPlugin::Get();
   if (!plugin.ok()) return std::fprintf(stderr, "%s\n", std::string(plugin.status().message()).c_str()), 1;
-  auto t = NetTransport::Create(*plugin, rank, 2, trirace::hostccl::UniqueIdHash(id), -1);
+  auto t = NetPeerLinks::Create(*plugin, rank, 2, trirace::hostccl::UniqueIdHash(id), -1);
   if (!t.ok()) return 1;
   auto all = trirace::hostccl::Rendezvous(id, rank, 2, (*t)->ListenHandles(), nullptr);
   std::atomic<bool> abort{false};

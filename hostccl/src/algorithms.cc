@@ -49,7 +49,7 @@ struct Builder {
   }
 };
 
-Builder StartPlan(const OpDesc& op, int nranks, const EngineEnv& env) {
+Builder StartPlan(const OpDesc& op, int nranks, const MoverEnv& env) {
   Builder b;
   b.plan.prev = Mod(env.rank - 1, nranks);
   b.plan.next = Mod(env.rank + 1, nranks);
@@ -58,7 +58,7 @@ Builder StartPlan(const OpDesc& op, int nranks, const EngineEnv& env) {
   return b;
 }
 
-absl::Status AllReduce(const OpDesc& op, int n, EngineEnv& env) {
+absl::Status AllReduce(const OpDesc& op, int n, MoverEnv& env) {
   const size_t ts = DataTypeSize(op.type), se = env.slot_bytes / ts;
   auto* sb = static_cast<const char*>(op.sendbuff);
   auto* rb = static_cast<char*>(op.recvbuff);
@@ -83,7 +83,7 @@ absl::Status AllReduce(const OpDesc& op, int n, EngineEnv& env) {
   return RunRing(b.plan, env);
 }
 
-absl::Status ReduceScatter(const OpDesc& op, int n, EngineEnv& env) {
+absl::Status ReduceScatter(const OpDesc& op, int n, MoverEnv& env) {
   const size_t ts = DataTypeSize(op.type), se = env.slot_bytes / ts, m = op.count;
   auto* sb = static_cast<const char*>(op.sendbuff);
   auto* rb = static_cast<char*>(op.recvbuff);
@@ -101,7 +101,7 @@ absl::Status ReduceScatter(const OpDesc& op, int n, EngineEnv& env) {
   return RunRing(b.plan, env);
 }
 
-absl::Status AllGather(const OpDesc& op, int n, EngineEnv& env) {
+absl::Status AllGather(const OpDesc& op, int n, MoverEnv& env) {
   const size_t ts = DataTypeSize(op.type), se = env.slot_bytes / ts, m = op.count;
   auto* rb = static_cast<char*>(op.recvbuff);
   const int r = env.rank;
@@ -119,7 +119,7 @@ absl::Status AllGather(const OpDesc& op, int n, EngineEnv& env) {
   return RunRing(b.plan, env);
 }
 
-absl::Status Broadcast(const OpDesc& op, int n, EngineEnv& env) {
+absl::Status Broadcast(const OpDesc& op, int n, MoverEnv& env) {
   const size_t ts = DataTypeSize(op.type), se = env.slot_bytes / ts;
   const int p = Mod(env.rank - op.root, n);
   auto* sb = static_cast<const char*>(op.sendbuff);
@@ -138,7 +138,7 @@ absl::Status Broadcast(const OpDesc& op, int n, EngineEnv& env) {
   return RunRing(b.plan, env);
 }
 
-absl::Status Reduce(const OpDesc& op, int n, EngineEnv& env) {
+absl::Status Reduce(const OpDesc& op, int n, MoverEnv& env) {
   const size_t ts = DataTypeSize(op.type), se = env.slot_bytes / ts;
   const int p = Mod(env.rank - op.root - 1, n);
   auto* sb = static_cast<const char*>(op.sendbuff);
@@ -159,7 +159,7 @@ absl::Status Reduce(const OpDesc& op, int n, EngineEnv& env) {
   return RunRing(b.plan, env);
 }
 
-absl::Status AlltoAll(const OpDesc& op, int n, EngineEnv& env) {
+absl::Status AlltoAll(const OpDesc& op, int n, MoverEnv& env) {
   const size_t ts = DataTypeSize(op.type), bytes = op.count * ts;
   auto* sb = const_cast<char*>(static_cast<const char*>(op.sendbuff));
   auto* rb = static_cast<char*>(op.recvbuff);
@@ -187,7 +187,7 @@ absl::Status AlltoAll(const OpDesc& op, int n, EngineEnv& env) {
   return absl::OkStatus();
 }
 
-absl::Status GatherScatter(const OpDesc& op, int n, EngineEnv& env, bool gather) {
+absl::Status GatherScatter(const OpDesc& op, int n, MoverEnv& env, bool gather) {
   const size_t bytes = op.count * DataTypeSize(op.type);
   auto* sb = const_cast<char*>(static_cast<const char*>(op.sendbuff));
   auto* rb = static_cast<char*>(op.recvbuff);
@@ -227,7 +227,7 @@ void RunAlone(const OpDesc& op) {
 
 }  // namespace
 
-absl::Status RunCollective(const OpDesc& given, int nranks, EngineEnv& env) {
+absl::Status RunCollective(const OpDesc& given, int nranks, MoverEnv& env) {
   OpDesc op = given;
   if (op.device_scalar != nullptr) op.reduction = PreMulSumReduction(op.type, op.device_scalar);
   if (op.count == 0) return absl::OkStatus();
@@ -248,7 +248,7 @@ absl::Status RunCollective(const OpDesc& given, int nranks, EngineEnv& env) {
   env.regions.clear();
   if (uses_send) TRIRACE_RETURN_IF_ERROR(env.AddRegion(op.sendbuff, send_elems * ts));
   if (uses_recv) TRIRACE_RETURN_IF_ERROR(env.AddRegion(op.recvbuff, recv_elems * ts));
-  env.transport->SetTransferFunc(op.func);
+  env.links->SetTransferFunc(op.func);
   absl::Status s;
   switch (op.func) {
     case NcclFunc::kAllReduce: s = AllReduce(op, nranks, env); break;

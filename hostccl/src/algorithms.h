@@ -1,4 +1,4 @@
-// The NCCL operations as engine plans (engine.h).
+// The NCCL operations as data-mover plans (data_mover.h).
 //
 //   AllReduce       ring: reduce-scatter then all-gather, 2(n-1) steps,
 //                   streamed slice by slice (busbw-optimal like NCCL's ring)
@@ -23,7 +23,7 @@
 
 #include "absl/status/status.h"
 #include "common/nccl_func.h"
-#include "hostccl/src/engine.h"
+#include "hostccl/src/data_mover.h"
 #include "hostccl/src/reduce.h"
 #include "nccl.h"
 
@@ -44,7 +44,7 @@ struct OpDesc {
 };
 
 // Runs one collective (not Send/Recv) on `nranks` ranks.
-absl::Status RunCollective(const OpDesc& op, int nranks, EngineEnv& env);
+absl::Status RunCollective(const OpDesc& op, int nranks, MoverEnv& env);
 
 // The transfer of one Send or Recv (to be run with the others of its group).
 P2pTransfer TransferOf(const OpDesc& op);

@@ -11,7 +11,7 @@
 #include "nccl_adapter/nccl_result.h"
 #include "hostccl/src/bootstrap.h"
 #include "hostccl/src/net_plugin.h"
-#include "hostccl/src/net_transport.h"
+#include "hostccl/src/net_peer_links.h"
 
 namespace trirace::hostccl {
 
@@ -20,18 +20,18 @@ CommCore::CommCore(int nranks, int rank, CommConfig config)
 
 CommCore::~CommCore() {
   if (executor_.joinable()) Abort();
-  if (transport_ != nullptr) transport_->Close();
+  if (links_ != nullptr) links_->Close();
 }
 
 absl::Status CommCore::Init(const ncclUniqueId& id) {
   absl::Status s = [&]() -> absl::Status {
-    std::unique_ptr<NetTransport> net;
+    std::unique_ptr<NetPeerLinks> net;
     std::string payload;
     if (nranks_ > 1) {
       absl::StatusOr<NetPlugin*> plugin = NetPlugin::Get();
       if (!plugin.ok()) return plugin.status();
-      absl::StatusOr<std::unique_ptr<NetTransport>> t =
-          NetTransport::Create(*plugin, rank_, nranks_, UniqueIdHash(id), config_.traffic_class);
+      absl::StatusOr<std::unique_ptr<NetPeerLinks>> t =
+          NetPeerLinks::Create(*plugin, rank_, nranks_, UniqueIdHash(id), config_.traffic_class);
       if (!t.ok()) return t.status();
       net = std::move(*t);
       payload = net->ListenHandles();
@@ -52,11 +52,11 @@ absl::Status CommCore::Init(const ncclUniqueId& id) {
       env_.slot_bytes = slot;
       env_.staging = staging_.data();
       env_.staging_region = staging_region_.get();
-      transport_ = std::move(net);
+      links_ = std::move(net);
     } else {
       env_.slot_bytes = static_cast<size_t>(ParamInt(ParamId::kHostcclSliceBytes));
     }
-    env_.transport = transport_.get();
+    env_.links = links_.get();
     env_.abort = &abort_;
     env_.rank = rank_;
     executor_ = std::thread([this] { RunExecutor(); });
@@ -143,7 +143,7 @@ absl::Status CommCore::Execute(const Launch& launch) {
   std::vector<P2pTransfer> xs;
   for (const OpDesc& op : launch.p2p) xs.push_back(TransferOf(op));
   env_.regions.clear();
-  if (transport_ != nullptr) transport_->SetTransferFunc(NcclFunc::kSend);  // send/recv
+  if (links_ != nullptr) links_->SetTransferFunc(NcclFunc::kSend);  // send/recv
   absl::Status s = RunP2p(xs, env_);
   env_.regions.clear();
   return s;
@@ -183,7 +183,7 @@ void CommCore::StopExecutor() {
 void CommCore::Shutdown() {
   Flush();
   StopExecutor();
-  if (transport_ != nullptr) transport_->Close();
+  if (links_ != nullptr) links_->Close();
 }
 
 void CommCore::Abort() {
@@ -200,7 +200,7 @@ void CommCore::Abort() {
     launch->core.reset();
     launch->done.Notify();
   }
-  if (transport_ != nullptr) transport_->Close();
+  if (links_ != nullptr) links_->Close();
 }
 
 ncclRedOp_t CommCore::AddPreMulSum(ncclDataType_t type, const void* scalar, bool device_residence) {

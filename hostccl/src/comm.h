@@ -14,7 +14,7 @@
 // later work. A failed launch sets the asynchronous error; later launches
 // then fail at once (the API layer rejects new calls with that error).
 //
-// Abort raises a flag every engine loop checks, fails queued launches, stops
+// Abort raises a flag every data-mover loop checks, fails queued launches, stops
 // the executor and closes the links: it returns promptly even when an
 // operation is in flight or a peer is gone.
 //
@@ -36,9 +36,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "hostccl/src/algorithms.h"
-#include "hostccl/src/engine.h"
+#include "hostccl/src/data_mover.h"
 #include "hostccl/src/host_stream.h"
-#include "hostccl/src/transport.h"
+#include "hostccl/src/peer_links.h"
 #include "nccl.h"
 
 namespace trirace::hostccl {
@@ -124,10 +124,10 @@ class CommCore : public std::enable_shared_from_this<CommCore> {
   std::atomic<ncclResult_t> state_{ncclInProgress};
   std::atomic<bool> abort_{false};
 
-  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<PeerLinks> links_;
   std::vector<char> staging_;
   std::unique_ptr<MemRegion> staging_region_;
-  EngineEnv env_;  // used by the executor thread only
+  MoverEnv env_;  // used by the executor thread only
 
   mutable absl::Mutex mu_;
   std::deque<std::shared_ptr<Launch>> queue_ ABSL_GUARDED_BY(mu_);

@@ -1,11 +1,11 @@
-// RunP2p (see engine.h).
+// RunP2p (see data_mover.h).
 #include <algorithm>
 #include <cstring>
 #include <deque>
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
-#include "hostccl/src/engine.h"
+#include "hostccl/src/data_mover.h"
 
 namespace trirace::hostccl {
 namespace {
@@ -45,7 +45,7 @@ absl::Status CopyToSelf(const std::vector<P2pTransfer>& transfers, int rank) {
 
 }  // namespace
 
-absl::Status RunP2p(const std::vector<P2pTransfer>& transfers, EngineEnv& env) {
+absl::Status RunP2p(const std::vector<P2pTransfer>& transfers, MoverEnv& env) {
   TRIRACE_RETURN_IF_ERROR(CopyToSelf(transfers, env.rank));
   std::vector<Lane> lanes;
   auto lane_for = [&](int peer, bool send) -> Lane& {
@@ -62,7 +62,7 @@ absl::Status RunP2p(const std::vector<P2pTransfer>& transfers, EngineEnv& env) {
     TRIRACE_RETURN_IF_ERROR(env.AddRegion(x.data, x.bytes));
     lane_for(x.peer, x.send).items.push_back(&x);
   }
-  Transport& t = *env.transport;
+  PeerLinks& t = *env.links;
   const size_t piece_max = env.slot_bytes;
   Backoff backoff;
   for (;;) {

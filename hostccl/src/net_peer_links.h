@@ -1,7 +1,7 @@
-// NetTransport: a Transport whose links are net plugin connections.
+// NetPeerLinks: a PeerLinks whose links are net plugin connections.
 //
 // Set-up is two-phase around the bootstrap exchange:
-//   auto t = NetTransport::Create(plugin, rank, nranks, comm_id, tc);
+//   auto t = NetPeerLinks::Create(plugin, rank, nranks, comm_id, tc);
 //   blob = t->ListenHandles();          // nranks handles, entry p for peer p
 //   ... allgather every rank's blob ...
 //   t->ConnectAll(blobs, deadline, abort);
@@ -9,9 +9,9 @@
 // collective or point-to-point pattern can run; tag = sender rank as NCCL
 // uses it.
 //
-// Thread safety: see transport.h.
-#ifndef TRIRACE_HOSTCCL_SRC_NET_TRANSPORT_H_
-#define TRIRACE_HOSTCCL_SRC_NET_TRANSPORT_H_
+// Thread safety: see peer_links.h.
+#ifndef TRIRACE_HOSTCCL_SRC_NET_PEER_LINKS_H_
+#define TRIRACE_HOSTCCL_SRC_NET_PEER_LINKS_H_
 
 #include <atomic>
 #include <cstdint>
@@ -21,15 +21,15 @@
 
 #include "absl/status/statusor.h"
 #include "hostccl/src/net_plugin.h"
-#include "hostccl/src/transport.h"
+#include "hostccl/src/peer_links.h"
 
 namespace trirace::hostccl {
 
-class NetTransport final : public Transport {
+class NetPeerLinks final : public PeerLinks {
  public:
-  static absl::StatusOr<std::unique_ptr<NetTransport>> Create(NetPlugin* plugin, int rank, int nranks,
+  static absl::StatusOr<std::unique_ptr<NetPeerLinks>> Create(NetPlugin* plugin, int rank, int nranks,
                                                               uint64_t comm_id, int traffic_class);
-  ~NetTransport() override;
+  ~NetPeerLinks() override;
 
   // nranks * NCCL_NET_HANDLE_MAXSIZE bytes: entry p is the handle rank p
   // connects to (entry `rank` is unused).
@@ -49,7 +49,7 @@ class NetTransport final : public Transport {
 
  private:
   class NetRegion;
-  NetTransport(NetPlugin* plugin, int rank, int nranks, int traffic_class);
+  NetPeerLinks(NetPlugin* plugin, int rank, int nranks, int traffic_class);
 
   NetPlugin* plugin_;
   int rank_;
@@ -67,4 +67,4 @@ class NetTransport final : public Transport {
 
 }  // namespace trirace::hostccl
 
-#endif  // TRIRACE_HOSTCCL_SRC_NET_TRANSPORT_H_
+#endif  // TRIRACE_HOSTCCL_SRC_NET_PEER_LINKS_H_

@@ -1,4 +1,4 @@
-#include "hostccl/src/net_transport.h"
+#include "hostccl/src/net_peer_links.h"
 
 #include <thread>
 
@@ -11,9 +11,9 @@
 namespace trirace::hostccl {
 
 // Registrations are made per link on first use and released with the region.
-class NetTransport::NetRegion final : public MemRegion {
+class NetPeerLinks::NetRegion final : public MemRegion {
  public:
-  NetRegion(NetTransport* t, char* base, size_t size)
+  NetRegion(NetPeerLinks* t, char* base, size_t size)
       : MemRegion(base, size), t_(t), base_(base), size_(size),
         send_mh_(t->nranks_, nullptr), recv_mh_(t->nranks_, nullptr) {}
   ~NetRegion() override {
@@ -31,23 +31,23 @@ class NetTransport::NetRegion final : public MemRegion {
     if (slot == nullptr) TRIRACE_RETURN_IF_ERROR(t_->plugin_->RegMr(comm, base_, size_, &slot));
     return slot;
   }
-  NetTransport* t_;
+  NetPeerLinks* t_;
   char* base_;
   size_t size_;
   std::vector<void*> send_mh_;
   std::vector<void*> recv_mh_;
 };
 
-NetTransport::NetTransport(NetPlugin* plugin, int rank, int nranks, int traffic_class)
+NetPeerLinks::NetPeerLinks(NetPlugin* plugin, int rank, int nranks, int traffic_class)
     : plugin_(plugin), rank_(rank), nranks_(nranks), traffic_class_(traffic_class),
       max_message_bytes_(plugin->device().max_message_bytes), listen_(nranks, nullptr),
       send_(nranks, nullptr), recv_(nranks, nullptr) {}
 
-NetTransport::~NetTransport() { Close(); }
+NetPeerLinks::~NetPeerLinks() { Close(); }
 
-absl::StatusOr<std::unique_ptr<NetTransport>> NetTransport::Create(NetPlugin* plugin, int rank, int nranks,
+absl::StatusOr<std::unique_ptr<NetPeerLinks>> NetPeerLinks::Create(NetPlugin* plugin, int rank, int nranks,
                                                                    uint64_t comm_id, int traffic_class) {
-  std::unique_ptr<NetTransport> t(new NetTransport(plugin, rank, nranks, traffic_class));
+  std::unique_ptr<NetPeerLinks> t(new NetPeerLinks(plugin, rank, nranks, traffic_class));
   absl::StatusOr<void*> ctx = plugin->InitContext(comm_id, traffic_class);
   if (!ctx.ok()) return ctx.status();
   t->ctx_ = *ctx;
@@ -60,7 +60,7 @@ absl::StatusOr<std::unique_ptr<NetTransport>> NetTransport::Create(NetPlugin* pl
   return t;
 }
 
-absl::Status NetTransport::ConnectAll(const std::vector<std::string>& blobs, int64_t deadline_ns,
+absl::Status NetPeerLinks::ConnectAll(const std::vector<std::string>& blobs, int64_t deadline_ns,
                                       const std::atomic<bool>& abort) {
   int pending = 2 * (nranks_ - 1);
   int idle = 0;
@@ -101,12 +101,12 @@ absl::Status NetTransport::ConnectAll(const std::vector<std::string>& blobs, int
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<MemRegion>> NetTransport::Register(void* base, size_t size) {
+absl::StatusOr<std::unique_ptr<MemRegion>> NetPeerLinks::Register(void* base, size_t size) {
   return std::unique_ptr<MemRegion>(new NetRegion(this, static_cast<char*>(base), size));
 }
 
-absl::StatusOr<void*> NetTransport::Isend(int peer, const void* data, size_t size, MemRegion& region) {
-  if (closed_) return absl::AbortedError("transport closed");
+absl::StatusOr<void*> NetPeerLinks::Isend(int peer, const void* data, size_t size, MemRegion& region) {
+  if (closed_) return absl::AbortedError("peer links closed");
   absl::StatusOr<void*> mh = static_cast<NetRegion&>(region).SendHandle(peer);
   if (!mh.ok()) return mh.status();
   void* request = nullptr;
@@ -114,8 +114,8 @@ absl::StatusOr<void*> NetTransport::Isend(int peer, const void* data, size_t siz
   return request;
 }
 
-absl::StatusOr<void*> NetTransport::Irecv(int peer, void* data, size_t size, MemRegion& region) {
-  if (closed_) return absl::AbortedError("transport closed");
+absl::StatusOr<void*> NetPeerLinks::Irecv(int peer, void* data, size_t size, MemRegion& region) {
+  if (closed_) return absl::AbortedError("peer links closed");
   absl::StatusOr<void*> mh = static_cast<NetRegion&>(region).RecvHandle(peer);
   if (!mh.ok()) return mh.status();
   void* request = nullptr;
@@ -123,13 +123,13 @@ absl::StatusOr<void*> NetTransport::Irecv(int peer, void* data, size_t size, Mem
   return request;
 }
 
-absl::StatusOr<bool> NetTransport::Test(void* request, size_t* size) {
+absl::StatusOr<bool> NetPeerLinks::Test(void* request, size_t* size) {
   bool done = false;
   TRIRACE_RETURN_IF_ERROR(plugin_->Test(request, &done, size));
   return done;
 }
 
-void NetTransport::SetTransferFunc(NcclFunc f) {
+void NetPeerLinks::SetTransferFunc(NcclFunc f) {
   // NCCL's internal ncclFunc numbering (net_abi.h TRIRACE_NCCL_FUNC_*).
   int func = TRIRACE_NCCL_FUNC_SENDRECV;
   switch (f) {
@@ -150,7 +150,7 @@ void NetTransport::SetTransferFunc(NcclFunc f) {
   plugin_->SetTransferKind(ctx_, func);
 }
 
-void NetTransport::Close() {
+void NetPeerLinks::Close() {
   if (closed_) return;
   closed_ = true;
   for (int p = 0; p < nranks_; ++p) {

@@ -1,4 +1,5 @@
-// The two data-movement engines every hostccl operation is built from.
+// The two data movers every hostccl operation is built from (named apart
+// from the scheduler's engine, which decides when work may start).
 //
 // RunRing streams a fixed sequence of messages from the previous rank to the
 // next one (ring and chain algorithms). Each incoming message is received
@@ -16,12 +17,12 @@
 // each split into messages of at most the slice size, directly from/to the
 // user buffers; messages to self are copied.
 //
-// Both poll the transport, back off when idle, and stop with Aborted when
+// Both poll the peer links, back off when idle, and stop with Aborted when
 // the abort flag is raised.
 //
-// Thread safety: one engine call per communicator at a time.
-#ifndef TRIRACE_HOSTCCL_SRC_ENGINE_H_
-#define TRIRACE_HOSTCCL_SRC_ENGINE_H_
+// Thread safety: one mover call per communicator at a time.
+#ifndef TRIRACE_HOSTCCL_SRC_DATA_MOVER_H_
+#define TRIRACE_HOSTCCL_SRC_DATA_MOVER_H_
 
 #include <atomic>
 #include <cstddef>
@@ -30,13 +31,13 @@
 
 #include "absl/status/status.h"
 #include "hostccl/src/reduce.h"
-#include "hostccl/src/transport.h"
+#include "hostccl/src/peer_links.h"
 
 namespace trirace::hostccl {
 
-// What an engine runs with: the links, the staging area, the flags.
-struct EngineEnv {
-  Transport* transport = nullptr;
+// What a mover runs with: the links, the staging area, the flags.
+struct MoverEnv {
+  PeerLinks* links = nullptr;
   const std::atomic<bool>* abort = nullptr;
   int rank = 0;
   int depth = 2;               // slots per direction (>= 2)
@@ -75,7 +76,7 @@ struct RingPlan {
   std::vector<RingOut> outs;
 };
 
-absl::Status RunRing(const RingPlan& plan, EngineEnv& env);
+absl::Status RunRing(const RingPlan& plan, MoverEnv& env);
 
 struct P2pTransfer {
   int peer = 0;
@@ -84,9 +85,9 @@ struct P2pTransfer {
   size_t bytes = 0;
 };
 
-absl::Status RunP2p(const std::vector<P2pTransfer>& transfers, EngineEnv& env);
+absl::Status RunP2p(const std::vector<P2pTransfer>& transfers, MoverEnv& env);
 
-// Idle back-off shared by the engines: yields first, then sleeps briefly.
+// Idle back-off shared by the movers: yields first, then sleeps briefly.
 class Backoff {
  public:
   void Reset() { idle_ = 0; }
@@ -98,4 +99,4 @@ class Backoff {
 
 }  // namespace trirace::hostccl
 
-#endif  // TRIRACE_HOSTCCL_SRC_ENGINE_H_
+#endif  // TRIRACE_HOSTCCL_SRC_DATA_MOVER_H_

@@ -1,7 +1,7 @@
-// Transport: the seam between hostccl's algorithms and whatever carries the
-// bytes. A Transport is the set of point-to-point links of one communicator
+// PeerLinks: the seam between hostccl's algorithms and whatever carries the
+// bytes. A PeerLinks is the set of point-to-point links of one communicator
 // rank: one send link and one receive link to every other rank. The
-// production implementation is NetTransport (a net plugin); tests may supply
+// production implementation is NetPeerLinks (a net plugin); tests may supply
 // their own.
 //
 // The interface mirrors the non-blocking style of the net plugin API:
@@ -13,11 +13,11 @@
 // Buffers are registered first (Register); the region must contain every
 // pointer later passed with it and outlive the transfers that use it.
 //
-// Thread safety: one thread drives a Transport at a time (the
+// Thread safety: one thread drives a PeerLinks at a time (the
 // communicator's executor); Close() may be called from any thread once that
 // thread has stopped.
-#ifndef TRIRACE_HOSTCCL_SRC_TRANSPORT_H_
-#define TRIRACE_HOSTCCL_SRC_TRANSPORT_H_
+#ifndef TRIRACE_HOSTCCL_SRC_PEER_LINKS_H_
+#define TRIRACE_HOSTCCL_SRC_PEER_LINKS_H_
 
 #include <cstddef>
 #include <memory>
@@ -42,9 +42,9 @@ class MemRegion {
   size_t size_;
 };
 
-class Transport {
+class PeerLinks {
  public:
-  virtual ~Transport() = default;
+  virtual ~PeerLinks() = default;
 
   virtual absl::StatusOr<std::unique_ptr<MemRegion>> Register(void* base, size_t size) = 0;
   // Starts sending `size` bytes to `peer`; nullptr when busy.
@@ -65,4 +65,4 @@ class Transport {
 
 }  // namespace trirace::hostccl
 
-#endif  // TRIRACE_HOSTCCL_SRC_TRANSPORT_H_
+#endif  // TRIRACE_HOSTCCL_SRC_PEER_LINKS_H_

@@ -1,15 +1,15 @@
-// RunRing and the pieces both engines share (see engine.h).
+// RunRing and the pieces both movers share (see data_mover.h).
 #include <chrono>
 #include <deque>
 #include <thread>
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
-#include "hostccl/src/engine.h"
+#include "hostccl/src/data_mover.h"
 
 namespace trirace::hostccl {
 
-MemRegion* EngineEnv::RegionOf(const void* p, size_t n) const {
+MemRegion* MoverEnv::RegionOf(const void* p, size_t n) const {
   if (staging_region != nullptr && staging_region->Contains(p, n)) return staging_region;
   for (const auto& r : regions) {
     if (r->Contains(p, n)) return r.get();
@@ -17,9 +17,9 @@ MemRegion* EngineEnv::RegionOf(const void* p, size_t n) const {
   return nullptr;
 }
 
-absl::Status EngineEnv::AddRegion(const void* p, size_t n) {
+absl::Status MoverEnv::AddRegion(const void* p, size_t n) {
   if (n == 0 || p == nullptr || RegionOf(p, n) != nullptr) return absl::OkStatus();
-  absl::StatusOr<std::unique_ptr<MemRegion>> r = transport->Register(const_cast<void*>(p), n);
+  absl::StatusOr<std::unique_ptr<MemRegion>> r = links->Register(const_cast<void*>(p), n);
   if (!r.ok()) return r.status();
   regions.push_back(std::move(*r));
   return absl::OkStatus();
@@ -51,8 +51,8 @@ struct OutState {
 
 }  // namespace
 
-absl::Status RunRing(const RingPlan& plan, EngineEnv& env) {
-  Transport& t = *env.transport;
+absl::Status RunRing(const RingPlan& plan, MoverEnv& env) {
+  PeerLinks& t = *env.links;
   const size_t ts = plan.type_size;
   const int depth = env.depth;
   auto slot_ptr = [&](int s) { return env.staging + static_cast<size_t>(s) * env.slot_bytes; };
