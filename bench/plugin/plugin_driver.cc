@@ -1,7 +1,6 @@
-// The measured side: libnccl-net-trirace.so loaded with dlopen and driven
-// through ncclNetPlugin_v11 like NCCL's proxy thread (post up to the window,
+// The measured side: libnccl-net-trirace.so loaded by the shared loader
+// (its ncclNetPlugin_v11 table) and driven like NCCL's proxy thread (post up to the window,
 // test the oldest request).
-#include <dlfcn.h>
 #include <sched.h>
 
 #include <cstdio>
@@ -12,12 +11,14 @@
 
 #include "bench/plugin/bench_common.h"
 #include "plugin/abi/net_abi.h"
+#include "plugin/loader/net_plugin_loader.h"
 
 namespace net_bench {
 namespace {
 
 struct Net {
-  const ncclNet_v11_t* t = nullptr;
+  trirace::net::NetPlugin plugin;  // stays loaded: NCCL keeps its plugin too
+  trirace::net::NetPluginApi* api = nullptr;
   void* ctx = nullptr;
 };
 
@@ -26,14 +27,15 @@ bool Load(const Settings& s, Net* net) {
   setenv("TRIRACE_NET_NSOCKS", std::to_string(s.nsocks).c_str(), 1);
   setenv("TRIRACE_NET_NTHREADS", std::to_string(s.nthreads).c_str(), 1);
   setenv("TRIRACE_NET_STRIPE_MIN_BYTES", std::to_string(s.stripe_min_bytes).c_str(), 1);
-  void* dl = dlopen(s.plugin_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (dl == nullptr) {
-    fprintf(stderr, "dlopen(%s): %s\n", s.plugin_path.c_str(), dlerror());
+  absl::StatusOr<trirace::net::NetPlugin> loaded = trirace::net::LoadNetPlugin({s.plugin_path}, 11);
+  if (!loaded.ok()) {
+    fprintf(stderr, "%s\n", std::string(loaded.status().message()).c_str());
     return false;
   }
-  net->t = static_cast<const ncclNet_v11_t*>(dlsym(dl, "ncclNetPlugin_v11"));
+  net->plugin = *std::move(loaded);
+  net->api = net->plugin.api.get();
   ncclNetCommConfig_v11_t config{NCCL_NET_TRAFFIC_CLASS_UNDEF};
-  return net->t != nullptr && net->t->init(&net->ctx, 1, &config, nullptr, nullptr) == ncclSuccess;
+  return net->api->Init(&net->ctx, 1, &config, nullptr, nullptr) == ncclSuccess;
 }
 
 // rank 0 listens (and receives), rank 1 connects (and sends).
@@ -42,17 +44,17 @@ bool OneWay(Net& net, int rank, Link& link, void** comm, void** listen_comm) {
   ncclNetDeviceHandle_v11_t* dev = nullptr;
   *comm = nullptr;
   if (rank == 0) {
-    if (net.t->listen(net.ctx, 0, handle, listen_comm) != ncclSuccess || !link.Send(handle, sizeof(handle))) {
+    if (net.api->Listen(net.ctx, 0, handle, listen_comm) != ncclSuccess || !link.Send(handle, sizeof(handle))) {
       return false;
     }
     while (*comm == nullptr) {
-      if (net.t->accept(*listen_comm, comm, &dev) != ncclSuccess) return false;
+      if (net.api->Accept(*listen_comm, comm, &dev) != ncclSuccess) return false;
       sched_yield();
     }
   } else {
     if (!link.Recv(handle, sizeof(handle))) return false;
     while (*comm == nullptr) {
-      if (net.t->connect(net.ctx, 0, handle, comm, &dev) != ncclSuccess) return false;
+      if (net.api->Connect(net.ctx, 0, nullptr, handle, comm, &dev) != ncclSuccess) return false;
       sched_yield();
     }
   }
@@ -63,7 +65,7 @@ bool WaitDone(Net& net, void* req) {
   int done = 0;
   int sizes[NCCL_NET_MAX_REQUESTS];
   while (!done) {
-    if (net.t->test(req, &done, sizes) != ncclSuccess) return false;
+    if (net.api->Test(req, &done, sizes) != ncclSuccess) return false;
     if (!done) sched_yield();  // as NCCL's proxy thread does when nothing progressed
   }
   return true;
@@ -89,8 +91,8 @@ double PluginThroughput(int rank, Link& link, const Settings& s) {
       size_t size = s.message_bytes;
       int tag = 0;
       void* req = nullptr;
-      ncclResult_t r = rank == 0 ? net.t->irecv(comm, 1, &data, &size, &tag, nullptr, nullptr, &req)
-                                 : net.t->isend(comm, data, size, 0, nullptr, nullptr, &req);
+      ncclResult_t r = rank == 0 ? net.api->Irecv(comm, 1, &data, &size, &tag, nullptr, nullptr, &req)
+                                 : net.api->Isend(comm, data, size, 0, nullptr, nullptr, &req);
       if (r != ncclSuccess) return -1;
       if (req == nullptr) break;
       reqs[slot] = req;
@@ -98,7 +100,7 @@ double PluginThroughput(int rank, Link& link, const Settings& s) {
     }
     int finished = 0;
     int sizes[NCCL_NET_MAX_REQUESTS];
-    if (net.t->test(reqs[done % s.window], &finished, sizes) != ncclSuccess) return -1;
+    if (net.api->Test(reqs[done % s.window], &finished, sizes) != ncclSuccess) return -1;
     if (finished) {
       ++done;
     } else {
@@ -108,10 +110,10 @@ double PluginThroughput(int rank, Link& link, const Settings& s) {
   double t1 = NowSeconds();
   link.Barrier();
   if (rank == 0) {
-    net.t->closeRecv(comm);
-    net.t->closeListen(lc);
+    net.api->CloseRecv(comm);
+    net.api->CloseListen(lc);
   } else {
-    net.t->closeSend(comm);
+    net.api->CloseSend(comm);
   }
   return static_cast<double>(messages * s.message_bytes) / (t1 - t0) / 1e9;
 }
@@ -138,8 +140,8 @@ double PluginRoundTrip(int rank, Link& link, const Settings& s) {
         void* data = in;
         size_t size = sizeof(in);
         int tag = 0;
-        ncclResult_t r = sending ? net.t->isend(send_comm, out, sizeof(out), 0, nullptr, nullptr, &req)
-                                 : net.t->irecv(recv_comm, 1, &data, &size, &tag, nullptr, nullptr, &req);
+        ncclResult_t r = sending ? net.api->Isend(send_comm, out, sizeof(out), 0, nullptr, nullptr, &req)
+                                 : net.api->Irecv(recv_comm, 1, &data, &size, &tag, nullptr, nullptr, &req);
         if (r != ncclSuccess) return -1;
       }
       if (!WaitDone(net, req)) return -1;
@@ -147,9 +149,9 @@ double PluginRoundTrip(int rank, Link& link, const Settings& s) {
   }
   double t1 = NowSeconds();
   link.Barrier();
-  net.t->closeSend(send_comm);
-  net.t->closeRecv(recv_comm);
-  net.t->closeListen(lc ? lc : lc2);
+  net.api->CloseSend(send_comm);
+  net.api->CloseRecv(recv_comm);
+  net.api->CloseListen(lc ? lc : lc2);
   return (t1 - t0) / s.iterations * 1e6;
 }
 

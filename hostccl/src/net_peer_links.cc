@@ -147,7 +147,7 @@ void NetPeerLinks::SetTransferFunc(NcclFunc f) {
   }
   if (func == last_kind_) return;
   last_kind_ = func;
-  plugin_->SetTransferKind(ctx_, func);
+  plugin_->SetTransferFunc(ctx_, func);
 }
 
 void NetPeerLinks::Close() {

@@ -7,6 +7,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -117,92 +118,41 @@ absl::StatusOr<NetPlugin*> NetPlugin::Load() {
   std::vector<std::string> files = Candidates(&described);
   std::vector<std::string> errors;
   for (const std::string& file : files) {
-    auto* plugin = new NetPlugin();
-    absl::Status s = plugin->TryLibrary(file);
-    if (s.ok()) {
-      TRIRACE_INFO(INIT, "hostccl: net plugin '%s' (ncclNetPlugin_v%d) from %s", plugin->name_,
-                   plugin->version_, plugin->path_);
-      return plugin;
+    auto plugin = std::unique_ptr<NetPlugin>(new NetPlugin());
+    absl::StatusOr<net::NetPlugin> loaded = net::LoadNetPlugin({file});
+    if (!loaded.ok()) {
+      errors.push_back(std::string(loaded.status().message()));
+      continue;
     }
-    errors.push_back(std::string(s.message()));
-    delete plugin;
+    plugin->loaded_ = *std::move(loaded);
+    plugin->api_ = plugin->loaded_.api.get();
+    plugin->path_ = file;
+    plugin->name_ = plugin->api_->name();
+    plugin->version_ = plugin->api_->version();
+    if (absl::Status s = plugin->Initialize(); !s.ok()) {
+      errors.push_back(std::string(s.message()));
+      plugin->loaded_.Unload();
+      continue;
+    }
+    TRIRACE_INFO(INIT, "hostccl: net plugin '%s' (ncclNetPlugin_v%d) from %s", plugin->name_, plugin->version_,
+                 plugin->path_);
+    return plugin.release();
   }
   return absl::FailedPreconditionError(absl::StrCat("hostccl: no usable net plugin (", described,
                                                     "); tried: ", absl::StrJoin(errors, "; ")));
 }
 
-absl::Status NetPlugin::TryLibrary(const std::string& file) {
-  dl_ = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (dl_ == nullptr) {
-    const char* why = dlerror();
-    return absl::NotFoundError(why != nullptr ? why : absl::StrCat(file, ": dlopen failed"));
-  }
-  path_ = file;
-  if ((v11_ = static_cast<const ncclNet_v11_t*>(dlsym(dl_, TRIRACE_NCCL_NET_SYMBOL_V11))) != nullptr) {
-    version_ = 11;
-  } else if ((v10_ = static_cast<const ncclNet_v10_t*>(dlsym(dl_, TRIRACE_NCCL_NET_SYMBOL_V10))) != nullptr) {
-    version_ = 10;
-  } else if ((v9_ = static_cast<const ncclNet_v9_t*>(dlsym(dl_, TRIRACE_NCCL_NET_SYMBOL_V9))) != nullptr) {
-    version_ = 9;
-  } else if ((v8_ = static_cast<const ncclNet_v8_t*>(dlsym(dl_, TRIRACE_NCCL_NET_SYMBOL_V8))) != nullptr) {
-    version_ = 8;
-  }
-  absl::Status s = version_ == 0
-                       ? absl::NotFoundError(absl::StrCat(file, ": exports no ncclNetPlugin_v8..v11 table"))
-                       : Initialize();
-  if (!s.ok()) {
-    dlclose(dl_);
-    dl_ = nullptr;
-  }
-  return s;
-}
-
 absl::Status NetPlugin::Initialize() {
   int ndev = 0;
-  ncclResult_t rc = ncclSuccess;
   void* probe = nullptr;
-  if (v11_ != nullptr) {
-    name_ = v11_->name;
-    ncclNetCommConfig_v11_t config{NCCL_NET_TRAFFIC_CLASS_UNDEF};
-    rc = v11_->init(&probe, 0, &config, PluginLogger, nullptr);
-    if (rc == ncclSuccess) rc = v11_->devices(&ndev);
-  } else if (v10_ != nullptr) {
-    name_ = v10_->name;
-    rc = v10_->init(PluginLogger, nullptr);
-    if (rc == ncclSuccess) rc = v10_->devices(&ndev);
-  } else if (v9_ != nullptr) {
-    name_ = v9_->name;
-    rc = v9_->init(PluginLogger);
-    if (rc == ncclSuccess) rc = v9_->devices(&ndev);
-  } else {
-    name_ = v8_->name;
-    rc = v8_->init(PluginLogger);
-    if (rc == ncclSuccess) rc = v8_->devices(&ndev);
-  }
+  ncclNetCommConfig_v11_t config{NCCL_NET_TRAFFIC_CLASS_UNDEF};
+  ncclResult_t rc = api_->Init(&probe, 0, &config, PluginLogger, nullptr);
+  if (rc == ncclSuccess) rc = api_->Devices(&ndev);
   if (rc != ncclSuccess) return absl::UnavailableError(absl::StrFormat("%s: init failed (%d)", path_, rc));
   if (ndev <= 0) return absl::UnavailableError(absl::StrFormat("%s: plugin '%s' has no devices", path_, name_));
-
   ncclNetProperties_v11_t props{};
-  if (v11_ != nullptr) {
-    rc = v11_->getProperties(dev_, &props);
-  } else {
-    ncclNetProperties_v10_t p10{};
-    ncclNetProperties_v8_t p8{};
-    rc = v10_ != nullptr ? v10_->getProperties(dev_, &p10)
-         : v9_ != nullptr ? v9_->getProperties(dev_, &p10)
-                          : v8_->getProperties(dev_, &p8);
-    if (v8_ != nullptr) {
-      props.name = p8.name;
-      props.ptrSupport = p8.ptrSupport;
-      p10.maxP2pBytes = p10.maxCollBytes = INT_MAX;
-    } else {
-      props.name = p10.name;
-      props.ptrSupport = p10.ptrSupport;
-    }
-    props.maxP2pBytes = p10.maxP2pBytes;
-    props.maxCollBytes = p10.maxCollBytes;
-  }
-  if (probe != nullptr && v11_->finalize != nullptr) v11_->finalize(probe);
+  rc = api_->GetProperties(dev_, &props);
+  if (probe != nullptr) api_->Finalize(probe);
   if (rc != ncclSuccess) return absl::UnavailableError(absl::StrFormat("%s: getProperties failed (%d)", path_, rc));
   if ((props.ptrSupport & NCCL_PTR_HOST) == 0) {
     return absl::UnavailableError(absl::StrFormat("%s: device 0 does not support host memory", path_));
@@ -216,125 +166,70 @@ absl::Status NetPlugin::Initialize() {
 }
 
 absl::StatusOr<void*> NetPlugin::InitContext(uint64_t comm_id, int traffic_class) {
-  if (v11_ == nullptr) return nullptr;
   ncclNetCommConfig_v11_t config{traffic_class};
   void* ctx = nullptr;
-  TRIRACE_RETURN_IF_ERROR(PluginStatus(v11_->init(&ctx, comm_id, &config, PluginLogger, nullptr), "init"));
+  TRIRACE_RETURN_IF_ERROR(PluginStatus(api_->Init(&ctx, comm_id, &config, PluginLogger, nullptr), "init"));
   return ctx;
 }
 
 void NetPlugin::FinalizeContext(void* ctx) {
-  if (v11_ != nullptr && ctx != nullptr && v11_->finalize != nullptr) v11_->finalize(ctx);
+  if (ctx != nullptr) api_->Finalize(ctx);
 }
 
 absl::Status NetPlugin::Listen(void* ctx, void* handle, void** listen_comm) {
-  ncclResult_t rc = v11_   ? v11_->listen(ctx, dev_, handle, listen_comm)
-                    : v10_ ? v10_->listen(dev_, handle, listen_comm)
-                    : v9_  ? v9_->listen(dev_, handle, listen_comm)
-                           : v8_->listen(dev_, handle, listen_comm);
-  return PluginStatus(rc, "listen");
+  return PluginStatus(api_->Listen(ctx, dev_, handle, listen_comm), "listen");
 }
 
 absl::Status NetPlugin::Connect(void* ctx, int traffic_class, void* handle, void** send_comm) {
   ncclNetDeviceHandle_v11_t* dev_comm = nullptr;
-  ncclNetCommConfig_v10_t config{traffic_class};
-  ncclResult_t rc = v11_   ? v11_->connect(ctx, dev_, handle, send_comm, &dev_comm)
-                    : v10_ ? v10_->connect(dev_, &config, handle, send_comm, &dev_comm)
-                    : v9_  ? v9_->connect(dev_, handle, send_comm, &dev_comm)
-                           : v8_->connect(dev_, handle, send_comm, &dev_comm);
-  return PluginStatus(rc, "connect");
+  ncclNetCommConfig_v11_t config{traffic_class};
+  return PluginStatus(api_->Connect(ctx, dev_, &config, handle, send_comm, &dev_comm), "connect");
 }
 
 absl::Status NetPlugin::Accept(void* listen_comm, void** recv_comm) {
   ncclNetDeviceHandle_v11_t* dev_comm = nullptr;
-  ncclResult_t rc = v11_   ? v11_->accept(listen_comm, recv_comm, &dev_comm)
-                    : v10_ ? v10_->accept(listen_comm, recv_comm, &dev_comm)
-                    : v9_  ? v9_->accept(listen_comm, recv_comm, &dev_comm)
-                           : v8_->accept(listen_comm, recv_comm, &dev_comm);
-  return PluginStatus(rc, "accept");
+  return PluginStatus(api_->Accept(listen_comm, recv_comm, &dev_comm), "accept");
 }
 
 absl::Status NetPlugin::RegMr(void* comm, void* data, size_t size, void** mhandle) {
-  ncclResult_t rc = v11_   ? v11_->regMr(comm, data, size, NCCL_PTR_HOST, mhandle)
-                    : v10_ ? v10_->regMr(comm, data, size, NCCL_PTR_HOST, mhandle)
-                    : v9_  ? v9_->regMr(comm, data, size, NCCL_PTR_HOST, mhandle)
-                           : v8_->regMr(comm, data, size, NCCL_PTR_HOST, mhandle);
-  return PluginStatus(rc, "regMr");
+  return PluginStatus(api_->RegMr(comm, data, size, NCCL_PTR_HOST, mhandle), "regMr");
 }
 
-void NetPlugin::DeregMr(void* comm, void* mhandle) {
-  if (v11_) v11_->deregMr(comm, mhandle);
-  else if (v10_) v10_->deregMr(comm, mhandle);
-  else if (v9_) v9_->deregMr(comm, mhandle);
-  else v8_->deregMr(comm, mhandle);
-}
+void NetPlugin::DeregMr(void* comm, void* mhandle) { api_->DeregMr(comm, mhandle); }
 
 absl::Status NetPlugin::Isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
                               void** request) {
-  ncclResult_t rc;
-  if (v11_) rc = v11_->isend(send_comm, data, size, tag, mhandle, nullptr, request);
-  else if (v10_) rc = v10_->isend(send_comm, data, size, tag, mhandle, nullptr, request);
-  else if (v9_) rc = v9_->isend(send_comm, data, size, tag, mhandle, request);
-  else rc = v8_->isend(send_comm, data, static_cast<int>(size), tag, mhandle, request);
-  return PluginStatus(rc, "isend");
+  return PluginStatus(api_->Isend(send_comm, data, size, tag, mhandle, nullptr, request), "isend");
 }
 
 absl::Status NetPlugin::Irecv(void* recv_comm, void* data, size_t size, int tag, void* mhandle,
                               void** request) {
-  ncclResult_t rc;
   void* phandle = nullptr;
-  if (v11_) rc = v11_->irecv(recv_comm, 1, &data, &size, &tag, &mhandle, &phandle, request);
-  else if (v10_) rc = v10_->irecv(recv_comm, 1, &data, &size, &tag, &mhandle, &phandle, request);
-  else if (v9_) rc = v9_->irecv(recv_comm, 1, &data, &size, &tag, &mhandle, request);
-  else {
-    int isize = static_cast<int>(size);
-    rc = v8_->irecv(recv_comm, 1, &data, &isize, &tag, &mhandle, request);
-  }
-  return PluginStatus(rc, "irecv");
+  return PluginStatus(api_->Irecv(recv_comm, 1, &data, &size, &tag, &mhandle, &phandle, request), "irecv");
 }
 
 absl::Status NetPlugin::Test(void* request, bool* done, size_t* size) {
   int d = 0;
   int s = 0;
-  ncclResult_t rc = v11_   ? v11_->test(request, &d, &s)
-                    : v10_ ? v10_->test(request, &d, &s)
-                    : v9_  ? v9_->test(request, &d, &s)
-                           : v8_->test(request, &d, &s);
+  const ncclResult_t rc = api_->Test(request, &d, &s);
   *done = d != 0;
   if (size != nullptr) *size = static_cast<size_t>(s);
   return PluginStatus(rc, "test");
 }
 
-void NetPlugin::SetTransferKind(void* ctx, int nccl_func) {
-  if (v11_ == nullptr || v11_->setNetAttr == nullptr || ctx == nullptr) return;
+void NetPlugin::SetTransferFunc(void* ctx, int nccl_func) {
+  if (ctx == nullptr) return;
   ncclNetAttr_v11_t attr;
   attr.sendCommAttr = {NCCL_NET_ATTR_UNDEF, NCCL_NET_ATTR_UNDEF, NCCL_NET_ATTR_UNDEF, NCCL_NET_ATTR_UNDEF};
   attr.recvCommAttr = attr.sendCommAttr;
   attr.op = 1u << nccl_func;
   attr.algo = static_cast<uint32_t>(NCCL_NET_ATTR_UNDEF);
   attr.proto = static_cast<uint32_t>(NCCL_NET_ATTR_UNDEF);
-  v11_->setNetAttr(ctx, &attr);
+  api_->SetNetAttr(ctx, &attr);
 }
 
-void NetPlugin::CloseSend(void* comm) {
-  if (v11_) v11_->closeSend(comm);
-  else if (v10_) v10_->closeSend(comm);
-  else if (v9_) v9_->closeSend(comm);
-  else v8_->closeSend(comm);
-}
-
-void NetPlugin::CloseRecv(void* comm) {
-  if (v11_) v11_->closeRecv(comm);
-  else if (v10_) v10_->closeRecv(comm);
-  else if (v9_) v9_->closeRecv(comm);
-  else v8_->closeRecv(comm);
-}
-
-void NetPlugin::CloseListen(void* comm) {
-  if (v11_) v11_->closeListen(comm);
-  else if (v10_) v10_->closeListen(comm);
-  else if (v9_) v9_->closeListen(comm);
-  else v8_->closeListen(comm);
-}
+void NetPlugin::CloseSend(void* comm) { api_->CloseSend(comm); }
+void NetPlugin::CloseRecv(void* comm) { api_->CloseRecv(comm); }
+void NetPlugin::CloseListen(void* comm) { api_->CloseListen(comm); }
 
 }  // namespace trirace::hostccl

@@ -10,12 +10,13 @@
 //                           (build tree: <build>/hostccl/lib -> <build>/lib)
 //                           and ./ relative to the folder holding hostccl's
 //                           libnccl.so.2, then the normal dlopen search
-// In each library the newest table wins: ncclNetPlugin_v11, v10, v9, v8.
-// The first library whose init succeeds with at least one device is used.
+// Loading and the version adaptation are the shared loader's
+// (plugin/loader/net_plugin_loader.h): in each library the newest table
+// wins, adapted once to the v11 calls. The first library whose init
+// succeeds with at least one device is used.
 //
-// Contexts: v11 plugins are initialised once per communicator (InitContext
-// with the communicator id and traffic class); older ones once per process,
-// and their context is nullptr.
+// Contexts: one per communicator (InitContext with the communicator id and
+// traffic class); for tables older than v11 the loader's adapter keeps them.
 //
 // Thread safety: Get() is thread-safe; the data-path calls follow the
 // plugin's own rules (one thread per comm at a time).
@@ -27,7 +28,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "plugin/abi/net_abi.h"
+#include "plugin/loader/net_plugin_loader.h"
 
 namespace trirace::hostccl {
 
@@ -60,7 +61,9 @@ class NetPlugin {
   absl::Status Isend(void* send_comm, void* data, size_t size, int tag, void* mhandle, void** request);
   absl::Status Irecv(void* recv_comm, void* data, size_t size, int tag, void* mhandle, void** request);
   absl::Status Test(void* request, bool* done, size_t* size);
-  void SetTransferKind(void* ctx, int nccl_func);
+  // A hint: the transfers that follow on `ctx` serve NCCL function
+  // `nccl_func` (net_abi.h TRIRACE_NCCL_FUNC_*).
+  void SetTransferFunc(void* ctx, int nccl_func);
   void CloseSend(void* comm);
   void CloseRecv(void* comm);
   void CloseListen(void* comm);
@@ -68,19 +71,15 @@ class NetPlugin {
  private:
   NetPlugin() = default;
   static absl::StatusOr<NetPlugin*> Load();
-  absl::Status TryLibrary(const std::string& file);
   absl::Status Initialize();
 
-  void* dl_ = nullptr;
+  net::NetPlugin loaded_;
+  net::NetPluginApi* api_ = nullptr;
   std::string path_;
   std::string name_;
   int version_ = 0;
   int dev_ = 0;
   NetDeviceInfo device_;
-  const ncclNet_v11_t* v11_ = nullptr;
-  const ncclNet_v10_t* v10_ = nullptr;
-  const ncclNet_v9_t* v9_ = nullptr;
-  const ncclNet_v8_t* v8_ = nullptr;
 };
 
 // Maps a plugin's result to a status naming the call.

@@ -186,47 +186,30 @@ int RunInChild(const Env& env, const std::function<void()>& fn, int timeout_ms) 
 // ---- NetPlugin ---------------------------------------------------------------
 
 std::unique_ptr<NetPlugin> NetPlugin::Load(const std::string& path, int version) {
-  void* dl = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (dl == nullptr) {
-    ADD_FAILURE() << "dlopen(" << path << "): " << dlerror();
+  absl::StatusOr<trirace::net::NetPlugin> loaded = trirace::net::LoadNetPlugin({path}, version);
+  if (!loaded.ok()) {
+    ADD_FAILURE() << loaded.status();
     return nullptr;
   }
   std::unique_ptr<NetPlugin> p(new NetPlugin());
-  p->dl_ = dl;
-  for (int v : {11, 10, 9, 8}) {
-    if (version != 0 && v != version) continue;
-    std::string symbol = "ncclNetPlugin_v" + std::to_string(v);
-    if (void* t = dlsym(dl, symbol.c_str())) {
-      p->table_ = t;
-      p->version_ = v;
-      return p;
-    }
-  }
-  ADD_FAILURE() << path << " exports no ncclNetPlugin_v" << version;
-  return nullptr;
+  p->loaded_ = *std::move(loaded);
+  p->api_ = p->loaded_.api.get();
+  p->version_ = p->api_->version();
+  return p;
 }
 
-NetPlugin::~NetPlugin() = default;  // stays loaded unless Unload(), like NCCL during a job
+NetPlugin::~NetPlugin() {
+  // Stays loaded unless Unload(), like NCCL during a job; the adapter's
+  // object is leaked with it, as the library's state is.
+  (void)loaded_.api.release();
+}
 
 void NetPlugin::Unload() {
-  if (dl_ != nullptr) dlclose(dl_);
-  dl_ = nullptr;
-  table_ = nullptr;
+  loaded_.Unload();
+  api_ = nullptr;
 }
 
-#define T11 static_cast<const ncclNet_v11_t*>(table_)
-#define T10 static_cast<const ncclNet_v10_t*>(table_)
-#define T9 static_cast<const ncclNet_v9_t*>(table_)
-#define T8 static_cast<const ncclNet_v8_t*>(table_)
-#define DISPATCH(call11, call10, call9, call8) \
-  switch (version_) {                          \
-    case 11: return T11->call11;               \
-    case 10: return T10->call10;               \
-    case 9: return T9->call9;                  \
-    default: return T8->call8;                 \
-  }
-
-const char* NetPlugin::name() const { return T11->name; }
+const char* NetPlugin::name() const { return api_->name().c_str(); }
 
 static void TestLogger(ncclDebugLogLevel, unsigned long, const char*, int, const char* fmt, ...) {
   va_list ap;
@@ -239,116 +222,64 @@ static void TestLogger(ncclDebugLogLevel, unsigned long, const char*, int, const
 
 ncclResult_t NetPlugin::Init(uint64_t comm_id, int traffic_class, ncclDebugLogger_t logger) {
   ncclNetCommConfig_v11_t config{traffic_class};
-  if (logger == nullptr) logger = TestLogger;
-  DISPATCH(init(&ctx_, comm_id, &config, logger, nullptr), init(logger, nullptr), init(logger),
-           init(logger));
+  return api_->Init(&ctx_, comm_id, &config, logger != nullptr ? logger : TestLogger, nullptr);
 }
 
-ncclResult_t NetPlugin::Finalize() {
-  if (version_ != 11) return ncclSuccess;
-  return T11->finalize(ctx_);
-}
+ncclResult_t NetPlugin::Finalize() { return api_->Finalize(ctx_); }
 
-ncclResult_t NetPlugin::Devices(int* ndev) { DISPATCH(devices(ndev), devices(ndev), devices(ndev), devices(ndev)); }
+ncclResult_t NetPlugin::Devices(int* ndev) { return api_->Devices(ndev); }
 
 ncclResult_t NetPlugin::GetProperties(int dev, ncclNetProperties_v11_t* props) {
-  std::memset(props, 0, sizeof(*props));
-  if (version_ == 11) return T11->getProperties(dev, props);
-  if (version_ == 10 || version_ == 9) {
-    ncclNetProperties_v10_t p{};
-    ncclResult_t r = version_ == 10 ? T10->getProperties(dev, &p) : T9->getProperties(dev, &p);
-    std::memcpy(props, &p, sizeof(p));
-    return r;
-  }
-  ncclNetProperties_v8_t p{};
-  ncclResult_t r = T8->getProperties(dev, &p);
-  props->name = p.name;
-  props->pciPath = p.pciPath;
-  props->guid = p.guid;
-  props->ptrSupport = p.ptrSupport;
-  props->regIsGlobal = p.regIsGlobal;
-  props->speed = p.speed;
-  props->latency = p.latency;
-  props->maxComms = p.maxComms;
-  props->maxRecvs = p.maxRecvs;
-  return r;
+  return api_->GetProperties(dev, props);
 }
 
-ncclResult_t NetPlugin::Listen(int dev, void* handle, void** lc) {
-  DISPATCH(listen(ctx_, dev, handle, lc), listen(dev, handle, lc), listen(dev, handle, lc),
-           listen(dev, handle, lc));
-}
+ncclResult_t NetPlugin::Listen(int dev, void* handle, void** lc) { return api_->Listen(ctx_, dev, handle, lc); }
 
 ncclResult_t NetPlugin::Connect(int dev, void* handle, void** sc) {
   ncclNetDeviceHandle_v11_t* dev_comm = nullptr;
-  ncclNetCommConfig_v10_t config{NCCL_NET_TRAFFIC_CLASS_UNDEF};
-  DISPATCH(connect(ctx_, dev, handle, sc, &dev_comm), connect(dev, &config, handle, sc, &dev_comm),
-           connect(dev, handle, sc, &dev_comm), connect(dev, handle, sc, &dev_comm));
+  return api_->Connect(ctx_, dev, nullptr, handle, sc, &dev_comm);
 }
 
 ncclResult_t NetPlugin::Accept(void* lc, void** rc) {
   ncclNetDeviceHandle_v11_t* dev_comm = nullptr;
-  DISPATCH(accept(lc, rc, &dev_comm), accept(lc, rc, &dev_comm), accept(lc, rc, &dev_comm),
-           accept(lc, rc, &dev_comm));
+  return api_->Accept(lc, rc, &dev_comm);
 }
 
 ncclResult_t NetPlugin::RegMr(void* comm, void* data, size_t size, int type, void** mh) {
-  DISPATCH(regMr(comm, data, size, type, mh), regMr(comm, data, size, type, mh),
-           regMr(comm, data, size, type, mh), regMr(comm, data, size, type, mh));
+  return api_->RegMr(comm, data, size, type, mh);
 }
 
-ncclResult_t NetPlugin::DeregMr(void* comm, void* mh) {
-  DISPATCH(deregMr(comm, mh), deregMr(comm, mh), deregMr(comm, mh), deregMr(comm, mh));
-}
+ncclResult_t NetPlugin::DeregMr(void* comm, void* mh) { return api_->DeregMr(comm, mh); }
 
 ncclResult_t NetPlugin::Isend(void* sc, void* data, size_t size, int tag, void* mh, void** req) {
-  DISPATCH(isend(sc, data, size, tag, mh, nullptr, req), isend(sc, data, size, tag, mh, nullptr, req),
-           isend(sc, data, size, tag, mh, req), isend(sc, data, static_cast<int>(size), tag, mh, req));
+  return api_->Isend(sc, data, size, tag, mh, nullptr, req);
 }
 
 ncclResult_t NetPlugin::Irecv(void* rc, int n, void** data, size_t* sizes, int* tags, void** mhs,
                               void** req) {
-  if (version_ == 8) {
-    int int_sizes[NCCL_NET_MAX_REQUESTS];
-    for (int i = 0; i < n && i < NCCL_NET_MAX_REQUESTS; ++i) int_sizes[i] = static_cast<int>(sizes[i]);
-    return T8->irecv(rc, n, data, int_sizes, tags, mhs, req);
-  }
   void* phandles[NCCL_NET_MAX_REQUESTS] = {};
-  DISPATCH(irecv(rc, n, data, sizes, tags, mhs, phandles, req),
-           irecv(rc, n, data, sizes, tags, mhs, phandles, req), irecv(rc, n, data, sizes, tags, mhs, req),
-           irecv(rc, n, data, nullptr, tags, mhs, req));
+  return api_->Irecv(rc, n, data, sizes, tags, mhs, phandles, req);
 }
 
 ncclResult_t NetPlugin::Iflush(void* rc, int n, void** data, int* sizes, void** mhs, void** req) {
-  DISPATCH(iflush(rc, n, data, sizes, mhs, req), iflush(rc, n, data, sizes, mhs, req),
-           iflush(rc, n, data, sizes, mhs, req), iflush(rc, n, data, sizes, mhs, req));
+  return api_->Iflush(rc, n, data, sizes, mhs, req);
 }
 
-ncclResult_t NetPlugin::Test(void* req, int* done, int* sizes) {
-  DISPATCH(test(req, done, sizes), test(req, done, sizes), test(req, done, sizes), test(req, done, sizes));
-}
+ncclResult_t NetPlugin::Test(void* req, int* done, int* sizes) { return api_->Test(req, done, sizes); }
 
-ncclResult_t NetPlugin::CloseSend(void* c) { DISPATCH(closeSend(c), closeSend(c), closeSend(c), closeSend(c)); }
-ncclResult_t NetPlugin::CloseRecv(void* c) { DISPATCH(closeRecv(c), closeRecv(c), closeRecv(c), closeRecv(c)); }
-ncclResult_t NetPlugin::CloseListen(void* c) {
-  DISPATCH(closeListen(c), closeListen(c), closeListen(c), closeListen(c));
-}
+ncclResult_t NetPlugin::CloseSend(void* c) { return api_->CloseSend(c); }
+ncclResult_t NetPlugin::CloseRecv(void* c) { return api_->CloseRecv(c); }
+ncclResult_t NetPlugin::CloseListen(void* c) { return api_->CloseListen(c); }
 
 ncclResult_t NetPlugin::SetNetAttrOp(uint32_t op_mask) {
-  if (version_ != 11) return ncclSuccess;
   ncclNetAttr_v11_t attr;
   std::memset(&attr, 0xff, sizeof(attr));  // every field NCCL_NET_ATTR_UNDEF
   attr.op = op_mask;
-  return T11->setNetAttr(ctx_, &attr);
+  return api_->SetNetAttr(ctx_, &attr);
 }
 
 ncclResult_t NetPlugin::MakeVDevice(int* dev, ncclNetVDeviceProps_v11_t* props) {
-  switch (version_) {
-    case 11: return T11->makeVDevice(dev, props);
-    case 10: return T10->makeVDevice(dev, props);
-    case 9: return T9->makeVDevice(dev, props);
-    default: return ncclInvalidUsage;
-  }
+  return api_->MakeVDevice(dev, props);
 }
 
 ncclResult_t NetPlugin::ConnectLoop(int dev, void* handle, void** sc, int timeout_ms) {

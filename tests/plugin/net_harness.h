@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "plugin/abi/net_abi.h"
+#include "plugin/loader/net_plugin_loader.h"
 
 namespace net_test {
 
@@ -64,7 +65,8 @@ int RunInChild(const Env& env, const std::function<void()>& fn, int timeout_ms =
 // A loaded plugin driven through the table of one version.
 class NetPlugin {
  public:
-  // version 0 picks the newest table the library exports.
+  // version 0 picks the newest table the library exports. Loaded and
+  // adapted to the v11 calls by the shared loader (plugin/loader).
   static std::unique_ptr<NetPlugin> Load(const std::string& path, int version);
   ~NetPlugin();
   // dlcloses the library (like NCCL after the last communicator); the
@@ -77,9 +79,9 @@ class NetPlugin {
   // `logger` null: one that prints "[nccl-log] ..." to stderr.
   ncclResult_t Init(uint64_t comm_id = 1, int traffic_class = NCCL_NET_TRAFFIC_CLASS_UNDEF,
                     ncclDebugLogger_t logger = nullptr);
-  ncclResult_t Finalize();  // v11 only; success elsewhere
+  ncclResult_t Finalize();  // the context of Init (the loader's adapter below v11)
   ncclResult_t Devices(int* ndev);
-  // Normalised to the v11 struct (missing fields zero).
+  // Normalised to the v11 struct by the loader's adapter.
   ncclResult_t GetProperties(int dev, ncclNetProperties_v11_t* props);
   ncclResult_t Listen(int dev, void* handle, void** listen_comm);
   ncclResult_t Connect(int dev, void* handle, void** send_comm);  // one call
@@ -104,9 +106,9 @@ class NetPlugin {
 
  private:
   NetPlugin() = default;
-  void* dl_ = nullptr;
+  trirace::net::NetPlugin loaded_;  // the shared loader's (plugin/loader)
+  trirace::net::NetPluginApi* api_ = nullptr;
   int version_ = 0;
-  const void* table_ = nullptr;
   void* ctx_ = nullptr;
 };
 
