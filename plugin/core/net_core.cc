@@ -13,7 +13,7 @@
 #include "plugin/core/traffic_class.h"
 #include "plugin/occupancy/segment.h"
 #include "plugin/transport/tcp/tcp_transport.h"
-#include "plugin/wrap.h"
+#include "plugin/transport/wrap/wrap_transport.h"
 #include "trirace/trirace.h"
 
 namespace trirace::net {

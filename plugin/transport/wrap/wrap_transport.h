@@ -4,15 +4,16 @@
 // InfiniBand/EFA users keep their transport (nccl-rdma-sharp-plugins,
 // aws-ofi-nccl) and still feed the scheduler.
 //
-// Lookup follows NCCL_NET_PLUGIN: the name as given (a path works), then
-// libnccl-net-<name>.so; the newest table it exports among ncclNetPlugin_v11,
-// _v10, _v9 and _v8 is used. The inner plugin's v11 init runs per TriRace
-// context (so per communicator); older inner versions are initialised once.
-// Loading TriRace itself as its own inner plugin is refused.
+// Loading is the shared loader's (plugin/loader/net_plugin_loader.h): the
+// name as given (a path works), then libnccl-net-<name>.so; the newest table
+// it exports, adapted to the v11 calls. The inner plugin's init runs per
+// TriRace context (so per communicator; the loader initialises an older
+// inner plugin once). Loading TriRace itself as its own inner plugin is
+// refused.
 //
 // Thread safety: as the inner plugin (NCCL's contract).
-#ifndef TRIRACE_PLUGIN_WRAP_H_
-#define TRIRACE_PLUGIN_WRAP_H_
+#ifndef TRIRACE_PLUGIN_TRANSPORT_WRAP_WRAP_TRANSPORT_H_
+#define TRIRACE_PLUGIN_TRANSPORT_WRAP_WRAP_TRANSPORT_H_
 
 #include <memory>
 #include <string>
@@ -26,4 +27,4 @@ std::unique_ptr<Transport> MakeWrapTransport(const std::string& inner);
 
 }  // namespace trirace::net
 
-#endif  // TRIRACE_PLUGIN_WRAP_H_
+#endif  // TRIRACE_PLUGIN_TRANSPORT_WRAP_WRAP_TRANSPORT_H_
