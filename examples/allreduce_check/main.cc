@@ -18,6 +18,8 @@
 #include <hostccl/stream.h>
 #include <nccl.h>
 
+#include "nccl_adapter/unique_id_text.h"
+
 extern char** environ;
 
 namespace {
@@ -30,24 +32,6 @@ namespace {
       return 1;                                                                           \
     }                                                                                     \
   } while (0)
-
-std::string ToHex(const ncclUniqueId& id) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  for (unsigned char c : id.internal) {
-    s += digits[c >> 4];
-    s += digits[c & 15];
-  }
-  return s;
-}
-
-bool FromHex(const std::string& s, ncclUniqueId* id) {
-  if (s.size() != 2 * sizeof(id->internal)) return false;
-  for (size_t i = 0; i < sizeof(id->internal); ++i) {
-    id->internal[i] = static_cast<char>(std::stoi(s.substr(2 * i, 2), nullptr, 16));
-  }
-  return true;
-}
 
 int RunRank(int rank, int nranks, size_t count, const ncclUniqueId& id) {
   ncclComm_t comm;
@@ -79,7 +63,7 @@ int RunRank(int rank, int nranks, size_t count, const ncclUniqueId& id) {
 int Launch(const char* self, int nranks, size_t count) {
   ncclUniqueId id;
   CHECK_NCCL(ncclGetUniqueId(&id));
-  std::string hex = ToHex(id), n = std::to_string(nranks), c = std::to_string(count);
+  std::string hex = trirace::UniqueIdToHex(id), n = std::to_string(nranks), c = std::to_string(count);
   std::vector<pid_t> pids;
   for (int r = 0; r < nranks; ++r) {
     std::string rank = std::to_string(r);
@@ -126,7 +110,7 @@ int main(int argc, char** argv) {
   }
   if (rank < 0) return Launch("/proc/self/exe", nranks, count);
   ncclUniqueId id;
-  if (!FromHex(id_hex, &id)) {
+  if (!trirace::UniqueIdFromHex(id_hex, &id)) {
     std::fprintf(stderr, "--id: expected %zu hex digits\n", 2 * sizeof(id.internal));
     return 2;
   }

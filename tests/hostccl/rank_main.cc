@@ -21,28 +21,13 @@
 #include <thread>
 #include <vector>
 
+#include "nccl_adapter/unique_id_text.h"
 #include "tests/hostccl/rank_util.h"
 
 extern char** environ;
 
 namespace hostccl_test {
 namespace {
-
-std::string ToHex(const ncclUniqueId& id) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  for (unsigned char c : id.internal) {
-    s += digits[c >> 4];
-    s += digits[c & 15];
-  }
-  return s;
-}
-
-void FromHex(const std::string& s, ncclUniqueId* id) {
-  for (size_t i = 0; i < sizeof(id->internal) && 2 * i + 1 < s.size(); ++i) {
-    id->internal[i] = static_cast<char>(std::stoi(s.substr(2 * i, 2), nullptr, 16));
-  }
-}
 
 double MsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -262,7 +247,7 @@ int RunRank(const RankContext& x, const std::string& scenario) {
 int Launch(int nranks, const std::string& scenario, const std::string& arg, int start, int victim) {
   ncclUniqueId id;
   HT_CHECK_NCCL(ncclGetUniqueId(&id));
-  std::string hex = ToHex(id), n = std::to_string(nranks);
+  std::string hex = trirace::UniqueIdToHex(id), n = std::to_string(nranks);
   std::vector<pid_t> pids;
   for (int r = 0; r < start; ++r) {
     std::string rs = std::to_string(r);
@@ -337,7 +322,10 @@ int main(int argc, char** argv) {
     RankContext x;
     x.rank = std::atoi(a[1].c_str());
     x.nranks = std::atoi(a[2].c_str());
-    FromHex(a[3], &x.id);
+    if (!trirace::UniqueIdFromHex(a[3], &x.id)) {
+      std::fprintf(stderr, "rank: bad unique id '%s'\n", a[3].c_str());
+      return 2;
+    }
     x.arg = a.size() > 5 ? a[5] : "";
     return RunRank(x, a[4]);
   }

@@ -28,6 +28,7 @@
 
 #include "nccl.h"
 #include "common/hash.h"
+#include "nccl_adapter/unique_id_text.h"
 #include "trirace/trirace.h"
 
 namespace {
@@ -171,24 +172,6 @@ void RunOps(Comm& c, uint64_t seed, int ops, cudaStream_t stream) {
   }
 }
 
-std::string Hex(const ncclUniqueId& id) {
-  std::string s;
-  char b[3];
-  for (unsigned char ch : id.internal) {
-    std::snprintf(b, sizeof(b), "%02x", ch);
-    s += b;
-  }
-  return s;
-}
-
-bool Unhex(const std::string& s, ncclUniqueId* id) {
-  if (s.size() != 2 * sizeof(id->internal)) return false;
-  for (size_t i = 0; i < sizeof(id->internal); ++i) {
-    id->internal[i] = static_cast<char>(std::strtoul(s.substr(2 * i, 2).c_str(), nullptr, 16));
-  }
-  return true;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -220,9 +203,9 @@ int main(int argc, char** argv) {
   ncclUniqueId id;
   if (uid.empty()) {
     if (NCCL(ncclGetUniqueId)(&id) != ncclSuccess) return 4;
-    std::printf("uid %s\n", Hex(id).c_str());
+    std::printf("uid %s\n", trirace::UniqueIdToHex(id).c_str());
     std::fflush(stdout);
-  } else if (!Unhex(uid, &id)) {
+  } else if (!trirace::UniqueIdFromHex(uid, &id)) {
     return 2;
   }
 
