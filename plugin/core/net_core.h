@@ -22,6 +22,12 @@
 // Send/Recv -> P2P, AllGather/AlltoAll/Gather/Scatter -> SPARSE,
 // AllReduce/ReduceScatter/Reduce/Broadcast -> DENSE, no hint -> class 0.
 //
+// Files: net_core.cc (set-up, transport choice, devices),
+// net_core_lifetime.cc (the process-wide core and its unload),
+// net_core_contexts.cc, net_core_comms.cc, net_core_requests.cc (the data
+// path and its byte accounting); core_objects.h (contexts, comms, requests),
+// request_handle.h (the request handle's bit layout).
+//
 // Thread safety: thread-safe; calls on one comm must not be concurrent.
 #ifndef TRIRACE_PLUGIN_CORE_NET_CORE_H_
 #define TRIRACE_PLUGIN_CORE_NET_CORE_H_
@@ -107,6 +113,8 @@ class NetCore {
   absl::StatusOr<void*> AddComm(std::unique_ptr<Comm> comm);
   absl::Status CloseComm(void* handle, Kind kind, const char* call);
   void* RequestHandle(const Comm& comm, int slot) const;
+  // A free request slot of `comm`, marked busy; -1 when all are in use.
+  static int AcquireSlot(Comm& comm);
   absl::StatusOr<std::pair<Comm*, Request*>> LookupRequest(void* handle);
   void RefreshDeviceProps();
   // Class priority: marks `comm`'s sockets (TOS, SO_PRIORITY) for class

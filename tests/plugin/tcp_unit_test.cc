@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "plugin/core/request_handle.h"
 #include "plugin/core/traffic_class.h"
 #include "plugin/transport/tcp/interfaces.h"
 #include "plugin/transport/tcp/socket.h"
@@ -154,6 +155,22 @@ TEST(NetPluginSocket, ConfigureDataSocketAppliesTheMinimumRtoOnlyWhenAsked) {
   EXPECT_GE(RtoMinOf(asked.get()), 16000);
   EXPECT_LT(RtoMinOf(asked.get()), 26000);
   EXPECT_EQ(RtoMinOf(left.get()), kernel);
+}
+
+TEST(NetPluginRequestHandle, PacksEveryFieldAndRejectsWhatIsNotAHandle) {
+  const RequestHandleFields f{.comm_index = 65535, .generation = 0x7fffff, .seq = 0xbeef, .slot = 31};
+  const uint64_t h = PackRequestHandle(f);
+  EXPECT_NE(h & kRequestMarker, 0u);
+  const std::optional<RequestHandleFields> back = UnpackRequestHandle(h);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->comm_index, 65535u);
+  EXPECT_EQ(back->generation, 0x7fffffu);
+  EXPECT_EQ(back->seq, 0xbeef);
+  EXPECT_EQ(back->slot, 31);
+  // Only the low 23 bits of a generation travel.
+  EXPECT_EQ(UnpackRequestHandle(PackRequestHandle({.generation = 0x1800001}))->generation, 1u);
+  EXPECT_EQ(UnpackRequestHandle(h & ~kRequestMarker), std::nullopt) << "a comm handle, not a request";
+  EXPECT_EQ(UnpackRequestHandle(kRequestMarker), std::nullopt) << "index 0 names no comm";
 }
 
 }  // namespace
