@@ -29,6 +29,16 @@ inline bool Has(const Shim& shim, Fn RealNccl::*field) {
   return shim.real() != nullptr && shim.real()->*field != nullptr;
 }
 
+// Mode off for a communication call: the Op through the real library, or
+// the shim's error when the real library lacks the function.
+inline ncclResult_t ForwardOp(Shim& shim, const Op& op, const char* name) {
+  const RealNccl* real = shim.real();
+  if (real == nullptr || !HasReal(*real, op.func)) [[unlikely]] {
+    return shim.Unavailable(name);
+  }
+  return CallReal(*real, op);
+}
+
 inline Op MakeOp(NcclFunc func, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                  ncclRedOp_t redop, int peer_or_root, ncclComm_t comm, cudaStream_t stream) {
   Op op;

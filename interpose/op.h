@@ -52,6 +52,8 @@ struct Op {
 // Issues `op` through the real library with exactly the arguments it holds.
 // Returns ncclInvalidUsage if the real library lacks the function.
 ncclResult_t CallReal(const RealNccl& real, const Op& op);
+// True when `real` has the function of `func`.
+bool HasReal(const RealNccl& real, NcclFunc func);
 
 }  // namespace trirace::interpose
 

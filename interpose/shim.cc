@@ -13,6 +13,7 @@
 #include "nccl_adapter/nccl_result.h"
 #include "interpose/annotations.h"
 #include "interpose/gated_launcher.h"
+#include "interpose/nccl_api.h"
 #include "interpose/summary.h"
 
 namespace trirace::interpose {
@@ -86,7 +87,7 @@ void Shim::Initialize() {
                real_->how, real_->is_hostccl ? ", hostccl host streams" : "");
   if (real_->missing > 0) {
     TRIRACE_INFO(INTERPOSE, "the real NCCL lacks %d of the %d functions of nccl.h %d.%d; their wrappers return "
-                 "ncclInvalidUsage", real_->missing, 40, NCCL_MAJOR, NCCL_MINOR);
+                 "ncclInvalidUsage", real_->missing, kNcclApiFunctionCount, NCCL_MAJOR, NCCL_MINOR);
   }
   bool observe_only = false;
   if (version_ < kOldestSupportedNccl || version_ / 100 * 100 > kNewestKnownNcclMinor) {
