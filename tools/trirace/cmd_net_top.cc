@@ -34,7 +34,7 @@ std::string Bytes(double v) {
     v /= 1024;
     ++u;
   }
-  return absl::StrFormat(u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return u == 0 ? absl::StrFormat("%.0f %s", v, units[u]) : absl::StrFormat("%.1f %s", v, units[u]);
 }
 
 uint64_t Delta(uint64_t now, uint64_t before) { return now >= before ? now - before : 0; }
