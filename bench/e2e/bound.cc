@@ -42,6 +42,7 @@
 
 #include "config.h"
 #include "model.h"
+#include "nlohmann/json.hpp"
 #include "simulate.h"
 
 namespace {
@@ -132,9 +133,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "e2e_bound: simulation: %s\n", error.c_str());
     return 1;
   }
-  std::printf("BOUND {\"bound_ms\":%.3f,\"compute_ms\":%.3f,\"link_ms\":%.3f,\"busiest_link\":\"%s\","
-              "\"ideal_ms\":%.3f,\"shared_ms\":%.3f,\"hosts\":%d,\"ranks_per_host\":%d,\"gbps\":%g}\n",
-              std::max(compute_us, link_us) / 1e3, compute_us / 1e3, link_us / 1e3, busiest.c_str(),
-              ideal.median_ms, shared.median_ms, hosts, per_host, gbps);
+  const nlohmann::ordered_json bound = {{"bound_ms", std::max(compute_us, link_us) / 1e3},
+                                        {"compute_ms", compute_us / 1e3},
+                                        {"link_ms", link_us / 1e3},
+                                        {"busiest_link", busiest},
+                                        {"ideal_ms", ideal.median_ms},
+                                        {"shared_ms", shared.median_ms},
+                                        {"hosts", hosts},
+                                        {"ranks_per_host", per_host},
+                                        {"gbps", gbps}};
+  std::printf("BOUND %s\n", bound.dump().c_str());
   return 0;
 }

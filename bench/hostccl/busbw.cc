@@ -30,6 +30,7 @@
 #include "hostccl/src/bootstrap.h"
 #include "hostccl/src/net_plugin.h"
 #include "hostccl/src/net_peer_links.h"
+#include "nccl_adapter/unique_id_text.h"
 
 extern char** environ;
 
@@ -38,15 +39,10 @@ namespace {
 using trirace::hostccl::NetPlugin;
 using trirace::hostccl::NetPeerLinks;
 
-std::string ToHex(const ncclUniqueId& id) {
-  static const char* d = "0123456789abcdef";
-  std::string s;
-  for (unsigned char c : id.internal) s += {d[c >> 4], d[c & 15]};
-  return s;
-}
+// A malformed id from the parent is a bug: an all-zero id fails the rendezvous.
 ncclUniqueId FromHex(const std::string& s) {
   ncclUniqueId id{};
-  for (size_t i = 0; i < sizeof(id.internal); ++i) id.internal[i] = static_cast<char>(std::stoi(s.substr(2 * i, 2), nullptr, 16));
+  trirace::UniqueIdFromHex(s, &id);
   return id;
 }
 double Now() { return trirace::MonotonicNs() * 1e-9; }
@@ -190,7 +186,7 @@ int main(int argc, char** argv) {
   ncclUniqueId id;
   if (ncclGetUniqueId(&id) != ncclSuccess) return 1;
   const char* tmp = std::getenv("TMPDIR");
-  std::string hex = ToHex(id);
+  std::string hex = trirace::UniqueIdToHex(id);
   std::string file = std::string(tmp != nullptr ? tmp : "/tmp") + "/hostccl_busbw." + std::to_string(getpid());
   if (Spawn({{"x", "p2p", "0", hex, file}, {"x", "p2p", "1", hex, file}}) != 0) return 1;
   double p2p = 0;
@@ -199,7 +195,7 @@ int main(int argc, char** argv) {
   std::printf("net plugin point-to-point (256 MiB, best of 4, one direction, 2 processes): %.2f GB/s (%.1f Gbit/s)\n", p2p, p2p * 8);
   for (int n : counts) {
     if (ncclGetUniqueId(&id) != ncclSuccess) return 1;
-    hex = ToHex(id);
+    hex = trirace::UniqueIdToHex(id);
     std::vector<std::vector<std::string>> ranks;
     for (int r = 0; r < n; ++r) {
       ranks.push_back({"x", "coll", std::to_string(r), std::to_string(n), hex, std::to_string(max_mib << 20),

@@ -336,19 +336,27 @@ bool ValidateRun(const Config& c, std::string* error) {
 const char* ScheduleName(Schedule s) { return s == Schedule::k1F1B ? "1f1b" : "2bw"; }
 const char* OrderName(Order o) { return o == Order::kDpInner ? "dp-inner" : "pp-inner"; }
 
-std::string ConfigJson(const Config& c) {
-  std::ostringstream s;
-  s << "{\"preset\":\"" << c.preset << "\",\"stages\":" << c.stages
-    << ",\"replicas\":" << c.replicas << ",\"embedding\":" << (c.embedding ? "true" : "false")
-    << ",\"layers\":" << c.layers << ",\"schedule\":\"" << ScheduleName(c.schedule)
-    << "\",\"order\":\"" << OrderName(c.order) << "\",\"micro_batches\":" << c.micro_batches
-    << ",\"iterations\":" << c.iterations << ",\"warmup\":" << c.warmup
-    << ",\"fwd_us\":" << c.fwd_us << ",\"bwd_us\":" << c.bwd_us
-    << ",\"emb_fwd_us\":" << c.emb_fwd_us << ",\"emb_bwd_us\":" << c.emb_bwd_us
-    << ",\"act_kb\":" << c.act_kb << ",\"grad_kb\":" << c.grad_kb
-    << ",\"bucket_kb\":" << c.bucket_kb << ",\"sparse_kb\":" << c.sparse_kb
-    << ",\"sparse_indices\":" << c.sparse_indices << ",\"lookahead\":" << c.lookahead << "}";
-  return s.str();
+nlohmann::ordered_json ConfigJson(const Config& c) {
+  return {{"preset", c.preset},
+          {"stages", c.stages},
+          {"replicas", c.replicas},
+          {"embedding", c.embedding},
+          {"layers", c.layers},
+          {"schedule", ScheduleName(c.schedule)},
+          {"order", OrderName(c.order)},
+          {"micro_batches", c.micro_batches},
+          {"iterations", c.iterations},
+          {"warmup", c.warmup},
+          {"fwd_us", c.fwd_us},
+          {"bwd_us", c.bwd_us},
+          {"emb_fwd_us", c.emb_fwd_us},
+          {"emb_bwd_us", c.emb_bwd_us},
+          {"act_kb", c.act_kb},
+          {"grad_kb", c.grad_kb},
+          {"bucket_kb", c.bucket_kb},
+          {"sparse_kb", c.sparse_kb},
+          {"sparse_indices", c.sparse_indices},
+          {"lookahead", c.lookahead}};
 }
 
 std::string Usage() {

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "nlohmann/json.hpp"
+
 namespace hybrid {
 
 enum class Schedule {
@@ -95,8 +97,8 @@ const char* ScheduleName(Schedule s);
 const char* OrderName(Order o);
 
 // The model part of the config as a JSON object (no process identity), for
-// the RESULT line.
-std::string ConfigJson(const Config& config);
+// the RESULT and REFERENCE lines; keys in a fixed order.
+nlohmann::ordered_json ConfigJson(const Config& config);
 
 }  // namespace hybrid
 

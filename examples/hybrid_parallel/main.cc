@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +28,7 @@
 #include "reference.h"
 #include "rendezvous.h"
 #include "trainer.h"
+#include "nlohmann/json.hpp"
 #include "trirace/trirace.h"
 
 namespace hybrid {
@@ -132,25 +132,29 @@ void Report(const Config& c, const Device& dev, ncclComm_t world, const RunResul
   // together while training; near 100 means the CPUs, not the links, set the
   // pace (all ranks of a test bed share one machine).
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  std::ostringstream out;
-  out.precision(6);
-  out << "RESULT {\"example\":\"hybrid_parallel\",\"ranks\":" << c.nranks
-      << ",\"median_ms\":" << Median(timed) << ",\"mean_ms\":" << sum / double(timed.size())
-      << ",\"min_ms\":" << *std::min_element(timed.begin(), timed.end())
-      << ",\"max_ms\":" << *std::max_element(timed.begin(), timed.end())
-      << ",\"iterations\":" << timed.size() << ",\"warmup\":" << c.warmup << ",\"iteration_ms\":[";
-  for (size_t i = 0; i < ms.size(); ++i) out << (i ? "," : "") << ms[i];
-  out << "],\"checksum\":\"" << Hex(data::JobChecksum(by_place)) << "\",\"rank_checksums\":[";
-  for (size_t i = 0; i < by_place.size(); ++i) out << (i ? "," : "") << '"' << Hex(by_place[i]) << '"';
-  out << "],\"bytes_per_iteration\":{\"p2p\":" << total.p2p << ",\"dense\":" << total.dense
-      << ",\"sparse\":" << total.sparse << "},\"trirace\":{\"shim\":"
-      << (trirace_api_version() > 0 ? "true" : "false")
-      << ",\"scheduling\":" << (trirace_scheduler_active() ? "true" : "false")
-      << "},\"cpu\":{\"ranks_cpu_s\":" << cpu_s << ",\"wall_s\":" << wall_s
-      << ",\"cores\":" << cores << ",\"ranks_cpu_pct\":"
-      << (wall_s > 0 ? 100.0 * cpu_s / (wall_s * cores) : 0.0)
-      << "},\"config\":" << ConfigJson(c) << "}";
-  std::printf("%s\n", out.str().c_str());
+  nlohmann::ordered_json rank_checksums = nlohmann::ordered_json::array();
+  for (uint64_t h : by_place) rank_checksums.push_back(Hex(h));
+  const nlohmann::ordered_json result = {
+      {"example", "hybrid_parallel"},
+      {"ranks", c.nranks},
+      {"median_ms", Median(timed)},
+      {"mean_ms", sum / double(timed.size())},
+      {"min_ms", *std::min_element(timed.begin(), timed.end())},
+      {"max_ms", *std::max_element(timed.begin(), timed.end())},
+      {"iterations", timed.size()},
+      {"warmup", c.warmup},
+      {"iteration_ms", ms},
+      {"checksum", Hex(data::JobChecksum(by_place))},
+      {"rank_checksums", rank_checksums},
+      {"bytes_per_iteration", {{"p2p", total.p2p}, {"dense", total.dense}, {"sparse", total.sparse}}},
+      {"trirace", {{"shim", trirace_api_version() > 0}, {"scheduling", trirace_scheduler_active() != 0}}},
+      {"cpu",
+       {{"ranks_cpu_s", cpu_s},
+        {"wall_s", wall_s},
+        {"cores", cores},
+        {"ranks_cpu_pct", wall_s > 0 ? 100.0 * cpu_s / (wall_s * cores) : 0.0}}},
+      {"config", ConfigJson(c)}};
+  std::printf("RESULT %s\n", result.dump().c_str());
   std::fflush(stdout);
 }
 
@@ -170,8 +174,9 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr, "hybrid_parallel: %s\n", error.c_str());
       return kExitUsage;
     }
-    std::printf("REFERENCE {\"checksum\":\"%s\",\"config\":%s}\n", Hex(ComputeExpected(c).checksum).c_str(),
-                ConfigJson(c).c_str());
+    const nlohmann::ordered_json reference = {{"checksum", Hex(ComputeExpected(c).checksum)},
+                                              {"config", ConfigJson(c)}};
+    std::printf("REFERENCE %s\n", reference.dump().c_str());
     return 0;
   }
   if (!ValidateRun(c, &error)) {
