@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
 
 namespace trirace::interpose {
 namespace {
@@ -41,24 +42,9 @@ std::string TrackName(const CommState& s, int lane) {
 }  // namespace
 
 std::string JsonQuote(absl::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppendFormat(&out, "\\u%04x", static_cast<int>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += "\"";
-  return out;
+  // nlohmann-json's string escaping; bytes that are not UTF-8 (a host or
+  // path name can hold any) become U+FFFD instead of throwing.
+  return nlohmann::json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 TraceJson::TraceJson(int pid, int64_t wall_minus_mono_ns) : pid_(pid), wall_minus_mono_ns_(wall_minus_mono_ns) {}

@@ -91,6 +91,7 @@ TEST(TraceJsonTest, GatedFieldsAppearWhenSet) {
 
 TEST(TraceJsonTest, QuotesEscapeControlCharacters) {
   EXPECT_EQ(JsonQuote("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
+  EXPECT_EQ(JsonQuote("host\xff"), "\"host\xef\xbf\xbd\"") << "bytes that are not UTF-8 become U+FFFD";
 }
 
 }  // namespace
