@@ -93,14 +93,14 @@ int32_t Pick32(int32_t outer, int32_t inner) { return inner != TRIRACE_UNSET ? i
 }  // namespace
 
 void OpenIterations::Begin(int64_t iteration) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (std::find(open_.begin(), open_.end(), iteration) != open_.end()) return;
   if (open_.size() >= kMaxOpen) open_.erase(open_.begin());
   open_.push_back(iteration);
 }
 
 bool OpenIterations::End(int64_t iteration) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = std::find(open_.begin(), open_.end(), iteration);
   if (it == open_.end()) return false;
   open_.erase(it);
@@ -108,7 +108,7 @@ bool OpenIterations::End(int64_t iteration) {
 }
 
 size_t OpenIterations::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return open_.size();
 }
 

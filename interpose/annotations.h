@@ -21,9 +21,10 @@
 #define TRIRACE_INTERPOSE_ANNOTATIONS_H_
 
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "trirace/trirace.h"
 
 namespace trirace::interpose {
@@ -58,8 +59,8 @@ class OpenIterations {
   size_t size() const;
 
  private:
-  mutable std::mutex mu_;
-  std::vector<int64_t> open_;  // oldest first; guarded by mu_
+  mutable absl::Mutex mu_;
+  std::vector<int64_t> open_ ABSL_GUARDED_BY(mu_);  // oldest first
 };
 
 struct AnnotationCounters {

@@ -44,7 +44,7 @@ CommState* CommRegistry::Find(ncclComm_t comm) const {
 }
 
 absl::StatusOr<CommState*> CommRegistry::Register(std::unique_ptr<CommState> state) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   ncclComm_t comm = state->comm;
   if (comm == nullptr || comm == Tombstone()) {
     return absl::InvalidArgumentError("CommRegistry::Register: state->comm is not a communicator");
@@ -86,7 +86,7 @@ absl::StatusOr<CommState*> CommRegistry::Register(std::unique_ptr<CommState> sta
 
 CommState* CommRegistry::Remove(ncclComm_t comm) {
   if (comm == nullptr) return nullptr;
-  std::lock_guard<std::mutex> lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   for (size_t i = Home(comm), probes = 0; probes <= mask_; i = (i + 1) & mask_, ++probes) {
     ncclComm_t key = slots_[i].key.load(std::memory_order_relaxed);
     if (key == comm) {
@@ -102,7 +102,7 @@ CommState* CommRegistry::Remove(ncclComm_t comm) {
 }
 
 void CommRegistry::ForEach(const std::function<void(CommState&)>& fn) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   for (const auto& s : all_) fn(*s);
 }
 

@@ -19,10 +19,11 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "interpose/comm_state.h"
 #include "nccl.h"
 
@@ -66,8 +67,8 @@ class CommRegistry {
   size_t mask_;
   std::atomic<size_t> live_{0};
   std::atomic<int> first_rank_{-1};
-  mutable std::mutex mutex_;                        // writers and ForEach
-  std::vector<std::unique_ptr<CommState>> all_;     // every state ever registered
+  mutable absl::Mutex mutex_;  // writers and ForEach
+  std::vector<std::unique_ptr<CommState>> all_ ABSL_GUARDED_BY(mutex_);  // every state ever registered
 };
 
 }  // namespace trirace::interpose

@@ -6,13 +6,14 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/logging.h"
@@ -158,7 +159,7 @@ class RootRegistry {
     return *registry;
   }
   void Add(std::unique_ptr<RootServer> root) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     roots_.erase(std::remove_if(roots_.begin(), roots_.end(),
                                 [](const std::unique_ptr<RootServer>& r) { return r->finished(); }),
                  roots_.end());
@@ -166,8 +167,8 @@ class RootRegistry {
   }
 
  private:
-  std::mutex mu_;
-  std::vector<std::unique_ptr<RootServer>> roots_;
+  absl::Mutex mu_;
+  std::vector<std::unique_ptr<RootServer>> roots_ ABSL_GUARDED_BY(mu_);
 };
 
 uint64_t RandomNonce() {

@@ -15,8 +15,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace trirace::net {
 
@@ -30,7 +32,7 @@ class HandleTable {
 
   // Returns 0 when the table is full.
   uint64_t Insert(T* object) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (free_.empty()) return 0;
     uint32_t index = free_.back();
     free_.pop_back();
@@ -55,7 +57,7 @@ class HandleTable {
 
   // Removes and returns the object (nullptr if the handle is not live).
   T* Remove(uint64_t handle) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     T* object = Lookup(handle);
     if (object == nullptr) return nullptr;
     uint32_t index = static_cast<uint32_t>(handle & 0xffffffffu) - 1;
@@ -85,8 +87,8 @@ class HandleTable {
     std::atomic<T*> object{nullptr};
   };
   std::unique_ptr<Slot[]> slots_;
-  std::mutex mu_;
-  std::vector<uint32_t> free_;  // guarded by mu_
+  absl::Mutex mu_;
+  std::vector<uint32_t> free_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace trirace::net

@@ -16,7 +16,7 @@
 namespace trirace::net {
 
 absl::Status NetCore::Init(const InitArgs& args) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (args.logger != nullptr) InstallNcclLogSink(args.logger);
   if (initialized_) return init_status_;
   initialized_ = true;
@@ -69,7 +69,7 @@ void NetCore::RefreshDeviceProps() {
 
 absl::Status NetCore::RequireInit() {
   if (ready_.load(std::memory_order_acquire)) return absl::OkStatus();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!initialized_) return absl::FailedPreconditionError("the net plugin is not initialised (init not called)");
   return init_status_.ok() ? absl::OkStatus() : init_status_;
 }
@@ -92,14 +92,14 @@ absl::Status NetCore::Devices(int* ndev) {
 absl::StatusOr<const DeviceProps*> NetCore::Properties(int dev) {
   TRIRACE_RETURN_IF_ERROR(RequireInit());
   TRIRACE_RETURN_IF_ERROR(CheckDev(dev, "getProperties"));
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return props_[dev].get();
 }
 
 absl::Status NetCore::MakeVDevice(int* dev, const ncclNetVDeviceProps_v11_t* props) {
   if (dev == nullptr || props == nullptr) return InvalidCall("makeVDevice", "d or props is NULL");
   TRIRACE_RETURN_IF_ERROR(RequireInit());
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   TRIRACE_RETURN_IF_ERROR(transport_->MakeVDevice(dev, *props));
   RefreshDeviceProps();
   // The virtual NIC is published under its own index; readers merge by name.

@@ -35,10 +35,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "common/traffic_class.h"
 #include "plugin/abi/net_abi.h"
 #include "plugin/core/handle_table.h"
@@ -116,20 +117,21 @@ class NetCore {
   // A free request slot of `comm`, marked busy; -1 when all are in use.
   static int AcquireSlot(Comm& comm);
   absl::StatusOr<std::pair<Comm*, Request*>> LookupRequest(void* handle);
-  void RefreshDeviceProps();
+  void RefreshDeviceProps() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Class priority: marks `comm`'s sockets (TOS, SO_PRIORITY) for class
   // `cls` when that differs from what they have.
   void ApplyClassPriority(Comm& comm, TrafficClass cls);
 
-  std::mutex mu_;
-  absl::Status init_status_;         // guarded by mu_
-  bool initialized_ = false;         // guarded by mu_
+  absl::Mutex mu_;
+  absl::Status init_status_ ABSL_GUARDED_BY(mu_);
+  bool initialized_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<bool> ready_{false};
+  // Set once by Init under mu_, then read without it (after ready_).
   std::unique_ptr<Transport> transport_;
-  std::vector<std::unique_ptr<DeviceProps>> props_;  // guarded by mu_ while growing
+  std::vector<std::unique_ptr<DeviceProps>> props_ ABSL_GUARDED_BY(mu_);
   std::atomic<int> num_devices_{0};
   std::atomic<int> open_comms_{0};
-  std::vector<std::unique_ptr<Context>> contexts_;  // guarded by mu_
+  std::vector<std::unique_ptr<Context>> contexts_ ABSL_GUARDED_BY(mu_);
   Context* default_context_ = nullptr;
   HandleTable<Comm, 65536> comms_;
   occupancy::OccupancyPublisher publisher_;

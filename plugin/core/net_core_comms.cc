@@ -2,7 +2,6 @@
 // memory registration, close, and the class-priority marks of a comm.
 #include <algorithm>
 #include <memory>
-#include <mutex>
 
 #include "common/logging.h"
 #include "plugin/core/core_objects.h"
@@ -12,7 +11,7 @@ namespace trirace::net {
 
 absl::StatusOr<void*> NetCore::AddComm(std::unique_ptr<Comm> comm) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     comm->max_recvs = std::max(1, props_[comm->dev]->max_recvs);
   }
   uint64_t handle = comms_.Insert(comm.get());
@@ -176,7 +175,7 @@ absl::Status NetCore::CloseComm(void* handle, Kind kind, const char* call) {
   delete comm;
   open_comms_.fetch_sub(1);
   if (ctx->refs.fetch_sub(1) == 1) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     contexts_.erase(std::find_if(contexts_.begin(), contexts_.end(),
                                  [&](const auto& p) { return p.get() == ctx; }));
   }

@@ -1,7 +1,6 @@
 // NetCore's context registry: v11 contexts per communicator, the
 // process-wide default context of v8..v10, and the transfer hint of each.
 #include <algorithm>
-#include <mutex>
 
 #include "common/logging.h"
 #include "plugin/core/core_objects.h"
@@ -26,7 +25,7 @@ absl::Status NetCore::InitContext(uint64_t comm_id, const ncclNetCommConfig_v11_
     }
   }
   TRIRACE_RETURN_IF_ERROR(transport_->InitContext(comm_id, c->config, &c->inner));
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   *ctx = c.get();
   contexts_.push_back(std::move(c));
   return absl::OkStatus();
@@ -34,7 +33,7 @@ absl::Status NetCore::InitContext(uint64_t comm_id, const ncclNetCommConfig_v11_
 
 absl::StatusOr<NetCore::Context*> NetCore::LookupContext(void* ctx, const char* call) {
   if (ctx == nullptr) return default_context_;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& c : contexts_) {
     if (c.get() == ctx && !c->finalized) return c.get();
   }
@@ -48,11 +47,11 @@ absl::Status NetCore::Finalize(void* ctx) {
   auto c = LookupContext(ctx, "finalize");
   if (!c.ok()) return c.status();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     (*c)->finalized = true;  // its comms may still be closed later
   }
   absl::Status st = transport_->FinalizeContext((*c)->inner);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (--(*c)->refs == 0) {
     contexts_.erase(std::find_if(contexts_.begin(), contexts_.end(),
                                  [&](const auto& p) { return p.get() == *c; }));

@@ -1,8 +1,9 @@
 // The process-wide NetCore and its end: created on first use, its threads
 // stopped and (when nothing is left open) freed when the library unloads.
 #include <atomic>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "plugin/core/core_objects.h"
 #include "plugin/core/net_core.h"
 
@@ -11,7 +12,7 @@ namespace trirace::net {
 namespace {
 
 std::atomic<NetCore*> g_core{nullptr};
-std::mutex g_core_mu;
+ABSL_CONST_INIT absl::Mutex g_core_mu(absl::kConstInit);
 
 // NCCL dlcloses a net plugin after its last communicator is finalized (and
 // the library is unloaded at exit): no TriRace thread may outlive the code
@@ -27,7 +28,7 @@ struct UnloadGuard {
 NetCore& NetCore::Get() {
   NetCore* core = g_core.load(std::memory_order_acquire);
   if (core != nullptr) return *core;
-  std::lock_guard<std::mutex> lock(g_core_mu);
+  absl::MutexLock lock(&g_core_mu);
   if (g_core.load(std::memory_order_relaxed) == nullptr) g_core.store(new NetCore(), std::memory_order_release);
   return *g_core.load(std::memory_order_relaxed);
 }
@@ -38,7 +39,7 @@ void NetCore::OnUnload() {
   core->publisher_.Stop();
   bool idle;
   {
-    std::lock_guard<std::mutex> lock(core->mu_);
+    absl::MutexLock lock(&core->mu_);
     idle = core->open_comms_.load() == 0 && core->contexts_.size() <= 1;
   }
   if (idle) {
