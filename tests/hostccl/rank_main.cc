@@ -10,8 +10,6 @@
 //
 // Scenarios: sweep [small], groups, split, nonblocking, kill, missing_rank.
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,9 +20,8 @@
 #include <vector>
 
 #include "nccl_adapter/unique_id_text.h"
+#include "support/subprocess.h"
 #include "tests/hostccl/rank_util.h"
-
-extern char** environ;
 
 namespace hostccl_test {
 namespace {
@@ -248,52 +245,26 @@ int Launch(int nranks, const std::string& scenario, const std::string& arg, int 
   ncclUniqueId id;
   HT_CHECK_NCCL(ncclGetUniqueId(&id));
   std::string hex = trirace::UniqueIdToHex(id), n = std::to_string(nranks);
-  std::vector<pid_t> pids;
+  testing_support::ChildGroup ranks(150 * 1000);
   for (int r = 0; r < start; ++r) {
-    std::string rs = std::to_string(r);
-    std::vector<std::string> args = {"/proc/self/exe", "rank", rs, n, hex, scenario, arg};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = -1;
-    if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) != 0) {
-      std::printf("FAIL spawn\n");
-      return 1;
-    }
-    pids.push_back(pid);
+    ranks.Start({"/proc/self/exe", "rank", std::to_string(r), n, hex, scenario, arg});
   }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(150);
-  std::vector<int> status(pids.size(), -1);
-  size_t left = pids.size();
-  while (left > 0) {
-    for (size_t i = 0; i < pids.size(); ++i) {
-      if (status[i] != -1) continue;
-      int st = 0;
-      if (waitpid(pids[i], &st, WNOHANG) == pids[i]) {
-        status[i] = st;
-        --left;
-      }
-    }
-    if (left == 0) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      std::printf("FAIL ranks still running after 150 s: killed\n");
-      for (size_t i = 0; i < pids.size(); ++i) {
-        if (status[i] == -1) kill(pids[i], SIGKILL);
-      }
-      for (pid_t p : pids) waitpid(p, nullptr, 0);
-      return 1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling child exit, not a sync
-  }
+  const std::vector<testing_support::ProcessResult> results = ranks.Wait();
   int bad = 0;
-  for (size_t i = 0; i < pids.size(); ++i) {
-    int st = status[i];
-    bool ok = static_cast<int>(i) == victim ? (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
-                                            : (WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const testing_support::ProcessResult& r = results[i];
+    std::fputs(r.out.c_str(), stdout);
+    std::fputs(r.err.c_str(), stderr);
+    if (r.timed_out) {
+      std::printf("FAIL rank %zu still running after 150 s: killed\n", i);
+      ++bad;
+      continue;
+    }
+    const bool ok = static_cast<int>(i) == victim ? r.exit_code == 128 + SIGKILL : r.exit_code == 0;
     if (!ok) {
       ++bad;
-      std::printf("rank %zu: unexpected %s %d\n", i, WIFSIGNALED(st) ? "signal" : "exit code",
-                  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+      std::printf("rank %zu: unexpected %s %d\n", i, r.exit_code > 128 ? "signal" : "exit code",
+                  r.exit_code > 128 ? r.exit_code - 128 : r.exit_code);
     }
   }
   std::printf("launch %s with %d of %d ranks: %s\n", scenario.c_str(), start, nranks, bad == 0 ? "PASSED" : "FAILED");

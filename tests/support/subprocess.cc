@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -17,10 +16,9 @@
 extern char** environ;
 
 namespace testing_support {
+namespace {
 
-ProcessResult RunProcess(const std::vector<std::string>& argv,
-                         const std::vector<std::pair<std::string, std::string>>& set,
-                         const std::vector<std::string>& unset, int timeout_ms) {
+std::vector<std::string> ChildEnvironment(const EnvList& set, const std::vector<std::string>& unset) {
   std::map<std::string, std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string kv(*e);
@@ -29,71 +27,152 @@ ProcessResult RunProcess(const std::vector<std::string>& argv,
   }
   for (const auto& name : unset) env.erase(name);
   for (const auto& [k, v] : set) env[k] = v;
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, args;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  for (auto& s : argv_copy) args.push_back(s.data());
-  args.push_back(nullptr);
+  std::vector<std::string> out;
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
 
+int ExitCode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+
+}  // namespace
+
+ChildGroup::ChildGroup(int timeout_ms)
+    : deadline_(std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms)) {}
+
+ChildGroup::~ChildGroup() {
+  KillRemaining();
+  Wait();
+}
+
+int ChildGroup::Start(const std::vector<std::string>& argv, const EnvList& set,
+                      const std::vector<std::string>& unset) {
+  children_.emplace_back();
+  Child& c = children_.back();
+  const int index = static_cast<int>(children_.size()) - 1;
+  std::vector<std::string> env = ChildEnvironment(set, unset);
+  std::vector<std::string> args = argv;
+  std::vector<char*> argp, envp;
+  for (auto& a : args) argp.push_back(a.data());
+  argp.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    close(out_pipe[0]);
+    close(out_pipe[1]);
     throw std::runtime_error("pipe2 failed");
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
-  pid_t pid = -1;
-  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+  const int rc = posix_spawnp(&c.pid, argp[0], &actions, nullptr, argp.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   close(out_pipe[1]);
   close(err_pipe[1]);
-  ProcessResult result;
   if (rc != 0) {
     close(out_pipe[0]);
     close(err_pipe[0]);
-    result.exit_code = 127;
-    result.err = std::string("spawn failed: ") + std::strerror(rc);
-    return result;
+    c.pid = -1;
+    c.exited = true;
+    c.result.exit_code = 127;
+    c.result.err = std::string("spawn failed: ") + std::strerror(rc);
+    return index;
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&result.out, &result.err};
-  int open_fds = 2;
-  while (open_fds > 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      kill(pid, SIGKILL);
-      result.timed_out = true;
-      break;
+  c.out_fd = out_pipe[0];
+  c.err_fd = err_pipe[0];
+  return index;
+}
+
+void ChildGroup::Pump(int wait_ms) {
+  std::vector<pollfd> fds;
+  std::vector<std::pair<Child*, bool>> owners;  // (child, is stdout)
+  for (Child& c : children_) {
+    if (c.out_fd >= 0) {
+      fds.push_back({c.out_fd, POLLIN, 0});
+      owners.push_back({&c, true});
     }
-    int n = poll(fds, 2, static_cast<int>(left.count()));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) continue;
-    for (int k = 0; k < 2; ++k) {
-      if (fds[k].fd < 0 || (fds[k].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-      char buf[4096];
-      ssize_t got = read(fds[k].fd, buf, sizeof(buf));
-      if (got > 0) {
-        sinks[k]->append(buf, static_cast<size_t>(got));
-      } else if (got == 0 || errno != EINTR) {
-        close(fds[k].fd);
-        fds[k].fd = -1;
-        --open_fds;
-      }
+    if (c.err_fd >= 0) {
+      fds.push_back({c.err_fd, POLLIN, 0});
+      owners.push_back({&c, false});
     }
   }
-  for (auto& f : fds) {
-    if (f.fd >= 0) close(f.fd);
+  if (fds.empty()) return;
+  if (poll(fds.data(), fds.size(), wait_ms) <= 0) return;
+  char buf[65536];
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+    auto [c, is_out] = owners[i];
+    const ssize_t n = read(fds[i].fd, buf, sizeof(buf));
+    if (n > 0) {
+      (is_out ? c->result.out : c->result.err).append(buf, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      close(fds[i].fd);
+      (is_out ? c->out_fd : c->err_fd) = -1;
+    }
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+}
+
+void ChildGroup::Reap() {
+  for (Child& c : children_) {
+    if (c.exited || c.pid < 0 || c.out_fd >= 0 || c.err_fd >= 0) continue;
+    int status = 0;
+    while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    c.exited = true;
+    c.result.exit_code = ExitCode(status);
   }
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
+}
+
+bool ChildGroup::AllDone() const {
+  for (const Child& c : children_) {
+    if (!c.exited || c.out_fd >= 0 || c.err_fd >= 0) return false;
+  }
+  return true;
+}
+
+void ChildGroup::KillRemaining() {
+  for (Child& c : children_) {
+    if (c.exited || c.pid < 0) continue;
+    kill(c.pid, SIGKILL);
+    c.result.timed_out = true;
+  }
+}
+
+bool ChildGroup::PumpUntil(const std::function<bool()>& done) {
+  while (!done()) {
+    Reap();
+    if (AllDone() || std::chrono::steady_clock::now() >= deadline_) return done();
+    Pump(100);
+  }
+  return true;
+}
+
+std::vector<ProcessResult> ChildGroup::Wait() {
+  PumpUntil([this] {
+    Reap();
+    return AllDone();
+  });
+  if (!AllDone()) {  // the deadline passed
+    KillRemaining();
+    for (Child& c : children_) {
+      if (c.out_fd >= 0) close(c.out_fd);
+      if (c.err_fd >= 0) close(c.err_fd);
+      c.out_fd = c.err_fd = -1;
+    }
+    Reap();
+  }
+  std::vector<ProcessResult> results;
+  for (const Child& c : children_) results.push_back(c.result);
+  return results;
+}
+
+ProcessResult RunProcess(const std::vector<std::string>& argv, const EnvList& set,
+                         const std::vector<std::string>& unset, int timeout_ms) {
+  ChildGroup group(timeout_ms);
+  group.Start(argv, set, unset);
+  return group.Wait()[0];
 }
 
 std::string MakeTempDir(const std::string& prefix) {
