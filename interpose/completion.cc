@@ -1,14 +1,16 @@
 #include "interpose/completion.h"
 
-#include <dlfcn.h>
+#include "common/logging.h"
 
 namespace trirace::interpose {
 
 std::unique_ptr<CompletionTracker> CompletionTracker::ForLibrary(const RealNccl& real) {
-  if (!real.is_hostccl || real.handle == nullptr) return nullptr;
-  void* sym = dlsym(real.handle, "hostcclLaunchHostFunc");
-  if (sym == nullptr) return nullptr;
-  return std::unique_ptr<CompletionTracker>(new CompletionTracker(reinterpret_cast<LaunchHostFn>(sym)));
+  absl::StatusOr<std::unique_ptr<device::Device>> dev = device::SelectDevice(real.handle);
+  if (!dev.ok()) {
+    TRIRACE_INFO(TRACE, "trace slices end at the call's return: %s", dev.status().ToString());
+    return nullptr;
+  }
+  return std::unique_ptr<CompletionTracker>(new CompletionTracker(*std::move(dev)));
 }
 
 }  // namespace trirace::interpose
