@@ -9,7 +9,9 @@
 //   v10: no per-communicator context. The first Init initialises the plugin
 //        (init(logger, profiler)); every Init returns a context the adapter
 //        owns, which keeps the comm config so that Connect can pass its
-//        traffic class (v10's connect takes the config); Finalize frees it.
+//        traffic class (v10's connect takes the config); Finalize frees it,
+//        and the adapter frees those never finalized (NCCL has no finalize
+//        below v11).
 //   v9:  as v10, and connect takes no config; isend/irecv take no phandle(s).
 //   v8:  as v9, with int sizes (a size above INT_MAX is ncclInvalidArgument),
 //        no virtual NICs, and properties without vProps and message limits

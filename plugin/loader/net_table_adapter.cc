@@ -2,6 +2,7 @@
 // version difference is an `if constexpr`, decided when the table is
 // adapted, never per call.
 #include <climits>
+#include <memory>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -50,9 +51,11 @@ class TableApi final : public NetPluginApi {
           initialized_ = true;
         }
       }
-      auto* c = new AdapterContext;
+      auto c = std::make_unique<AdapterContext>();
       if (config != nullptr) c->config = *config;
-      *ctx = c;
+      *ctx = c.get();
+      absl::MutexLock lock(&contexts_mu_);
+      contexts_.push_back(std::move(c));
       return ncclSuccess;
     }
   }
@@ -61,7 +64,10 @@ class TableApi final : public NetPluginApi {
     if constexpr (kContexts) {
       return t_->finalize != nullptr ? t_->finalize(ctx) : ncclSuccess;
     } else {
-      delete static_cast<AdapterContext*>(ctx);
+      // Contexts nobody finalizes (NCCL has no finalize below v11) go with
+      // the adapter.
+      absl::MutexLock lock(&contexts_mu_);
+      std::erase_if(contexts_, [ctx](const std::unique_ptr<AdapterContext>& c) { return c.get() == ctx; });
       return ncclSuccess;
     }
   }
@@ -225,6 +231,8 @@ class TableApi final : public NetPluginApi {
   const Table* const t_;
   absl::Mutex init_mu_;
   bool initialized_ ABSL_GUARDED_BY(init_mu_) = false;
+  absl::Mutex contexts_mu_;
+  std::vector<std::unique_ptr<AdapterContext>> contexts_ ABSL_GUARDED_BY(contexts_mu_);
 };
 
 }  // namespace

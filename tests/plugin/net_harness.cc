@@ -198,11 +198,9 @@ std::unique_ptr<NetPlugin> NetPlugin::Load(const std::string& path, int version)
   return p;
 }
 
-NetPlugin::~NetPlugin() {
-  // Stays loaded unless Unload(), like NCCL during a job; the adapter's
-  // object is leaked with it, as the library's state is.
-  (void)loaded_.api.release();
-}
+// The library stays loaded unless Unload(), like NCCL during a job; the
+// loader's adapter (and the contexts it made) goes with this object.
+NetPlugin::~NetPlugin() = default;
 
 void NetPlugin::Unload() {
   loaded_.Unload();
