@@ -1,17 +1,17 @@
-// NetCore's set-up: the transport choice (TCP, or the wrapped plugin named by
-// TRIRACE_NET_INNER), the device-property cache and the occupancy publisher.
+// NetCore's set-up (the transport of this build, transport_choice.h), the
+// device-property cache and the occupancy publisher.
 #include "plugin/core/net_core.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/logging.h"
 #include "common/params.h"
 #include "plugin/core/core_objects.h"
 #include "plugin/core/nccl_log_sink.h"
+#include "plugin/core/transport_choice.h"
 #include "plugin/occupancy/segment.h"
-#include "plugin/transport/tcp/tcp_transport.h"
-#include "plugin/transport/wrap/wrap_transport.h"
 
 namespace trirace::net {
 
@@ -20,16 +20,8 @@ absl::Status NetCore::Init(const InitArgs& args) {
   if (args.logger != nullptr) InstallNcclLogSink(args.logger);
   if (initialized_) return init_status_;
   initialized_ = true;
-#ifdef TRIRACE_PLUGIN_TCP_ONLY_COPY  // the test copy the wrapper tests load as their inner
-  const std::string inner;
-#else
-  const std::string& inner = ParamString(ParamId::kNetInner);
-#endif
-  if (!inner.empty()) {
-    transport_ = MakeWrapTransport(inner);
-  } else {
-    transport_ = std::make_unique<tcp::TcpTransport>();
-  }
+  TransportChoice choice = ChooseTransport();
+  transport_ = std::move(choice.transport);
   init_status_ = transport_->Init(args);
   if (!init_status_.ok()) return init_status_;
   RefreshDeviceProps();
@@ -44,9 +36,7 @@ absl::Status NetCore::Init(const InitArgs& args) {
   std::vector<occupancy::OccupancyPublisher::NicInfo> nics;
   for (const auto& p : props_) nics.push_back({p->name, static_cast<uint32_t>(p->speed_mbps)});
   std::string segment;
-#ifndef TRIRACE_PLUGIN_TCP_ONLY_COPY  // the wrapper publishes for it
-  if (ParamBool(ParamId::kNetOccupancy)) segment = occupancy::SegmentName("");
-#endif
+  if (choice.publish_occupancy) segment = occupancy::SegmentName("");
   absl::Status pub = publisher_.Start(nics, segment, ParamInt(ParamId::kNetPublishUs));
   if (!pub.ok()) {
     TRIRACE_WARN(NET, "occupancy not published: %s", pub.ToString());

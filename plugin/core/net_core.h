@@ -22,8 +22,8 @@
 // Send/Recv -> P2P, AllGather/AlltoAll/Gather/Scatter -> SPARSE,
 // AllReduce/ReduceScatter/Reduce/Broadcast -> DENSE, no hint -> class 0.
 //
-// Files: net_core.cc (set-up, transport choice, devices),
-// net_core_lifetime.cc (the process-wide core and its unload),
+// Files: net_core.cc (set-up, devices), transport_choice.h (the transport
+// of this build), net_core_lifetime.cc (the process-wide core and its unload),
 // net_core_contexts.cc, net_core_comms.cc, net_core_requests.cc (the data
 // path and its byte accounting); core_objects.h (contexts, comms, requests),
 // request_handle.h (the request handle's bit layout).
