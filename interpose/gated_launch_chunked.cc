@@ -51,7 +51,7 @@ ncclResult_t GatedLauncher::LaunchGated(const Op& op, CommLane& lane, const Trac
     rec.chunk_index = static_cast<int32_t>(i);
     rec.chunk_count = static_cast<int32_t>(n);
     t->records.push_back(rec);
-    if (absl::Status s = dev_->LaunchHostFunc(lane.stream(), &TicketDoneCallback, t); !s.ok()) {
+    if (absl::Status s = dev_.LaunchHostFunc(lane.stream(), &TicketDoneCallback, t); !s.ok()) {
       Fail(s, "queueing a completion callback");
       TicketDone(t);
     }
@@ -60,14 +60,14 @@ ncclResult_t GatedLauncher::LaunchGated(const Op& op, CommLane& lane, const Trac
       break;
     }
   }
-  const absl::Status done = dev_->RecordEvent(lane.done_event(), lane.stream());
-  const absl::Status wait = done.ok() ? dev_->StreamWaitEvent(op.stream, lane.done_event()) : done;
+  const absl::Status done = dev_.RecordEvent(lane.done_event(), lane.stream());
+  const absl::Status wait = done.ok() ? dev_.StreamWaitEvent(op.stream, lane.done_event()) : done;
   if (!wait.ok()) Fail(wait, "ordering the user stream after the dedicated stream");
   return result;
 }
 
 void GatedLauncher::PutGate(CommLane& lane, GateTicket& t) {
-  if (absl::Status s = dev_->WaitGate(lane.stream(), lane.gates(), t.slot, t.value); !s.ok()) {
+  if (absl::Status s = dev_.WaitGate(lane.stream(), lane.gates(), t.slot, t.value); !s.ok()) {
     // The task stays with the engine (and the watchdog); the stream just
     // does not wait for it.
     Fail(s, "putting a gate on the dedicated stream");
@@ -81,7 +81,7 @@ ncclResult_t GatedLauncher::LaunchUngatedP2P(const Op& op, const TraceRecord& ba
   t->records.back().result = r;
   sink_->RecordStarted();
   Submit(t, SpecFor(base, op.bytes, nullptr), op.call_ns);
-  if (absl::Status s = dev_->LaunchHostFunc(op.stream, &TicketDoneCallback, t); !s.ok()) {
+  if (absl::Status s = dev_.LaunchHostFunc(op.stream, &TicketDoneCallback, t); !s.ok()) {
     Fail(s, "queueing a completion callback");
     TicketDone(t);
   }

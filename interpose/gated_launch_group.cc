@@ -111,8 +111,8 @@ ncclResult_t GatedLauncher::EndGatedGroup(Group& g) {
   bool ordered = !failed();
   for (device::StreamHandle s : g.streams) {
     if (!ordered) break;
-    absl::Status st = dev_->RecordEvent(lane.in_event(), s);
-    if (st.ok()) st = dev_->StreamWaitEvent(lane.stream(), lane.in_event());
+    absl::Status st = dev_.RecordEvent(lane.in_event(), s);
+    if (st.ok()) st = dev_.StreamWaitEvent(lane.stream(), lane.in_event());
     if (!st.ok()) {
       Fail(st, "ordering the dedicated stream after the user streams of a group");
       ordered = false;
@@ -125,13 +125,13 @@ ncclResult_t GatedLauncher::EndGatedGroup(Group& g) {
   spec.traffic_class = g.traffic_class;
   if (!Submit(t, std::move(spec), MonotonicNs())) PutGate(lane, *t);
   const ncclResult_t r = real_.GroupEnd();
-  if (absl::Status s = dev_->LaunchHostFunc(lane.stream(), &TicketDoneCallback, t); !s.ok()) {
+  if (absl::Status s = dev_.LaunchHostFunc(lane.stream(), &TicketDoneCallback, t); !s.ok()) {
     Fail(s, "queueing a completion callback");
     TicketDone(t);
   }
-  absl::Status done = dev_->RecordEvent(lane.done_event(), lane.stream());
+  absl::Status done = dev_.RecordEvent(lane.done_event(), lane.stream());
   for (device::StreamHandle s : g.streams) {
-    if (done.ok()) done = dev_->StreamWaitEvent(s, lane.done_event());
+    if (done.ok()) done = dev_.StreamWaitEvent(s, lane.done_event());
   }
   if (!done.ok()) Fail(done, "ordering the user streams after a group");
   return r;
@@ -145,7 +145,7 @@ void GatedLauncher::EndUngatedGroup(Group& g) {
   spec.traffic_class = g.traffic_class;
   Submit(t, std::move(spec), MonotonicNs());
   for (device::StreamHandle s : g.streams) {
-    if (absl::Status st = dev_->LaunchHostFunc(s, &TicketDoneCallback, t); !st.ok()) {
+    if (absl::Status st = dev_.LaunchHostFunc(s, &TicketDoneCallback, t); !st.ok()) {
       Fail(st, "queueing a completion callback");
       TicketDone(t);
     }

@@ -39,20 +39,19 @@ uint32_t ParseExcludedRoles(absl::string_view text, std::string* bad) {
   return mask;
 }
 
-GatedLauncher::GatedLauncher(const RealNccl& real, RecordSink* sink, std::unique_ptr<device::Device> dev)
-    : real_(real), sink_(sink), dev_(std::move(dev)) {}
+GatedLauncher::GatedLauncher(const RealNccl& real, RecordSink* sink, device::Device& dev)
+    : real_(real), sink_(sink), dev_(dev) {}
 
 GatedLauncher::~GatedLauncher() { Shutdown(); }
 
-absl::StatusOr<std::unique_ptr<GatedLauncher>> GatedLauncher::Create(const RealNccl& real, RecordSink* sink) {
+absl::StatusOr<std::unique_ptr<GatedLauncher>> GatedLauncher::Create(const RealNccl& real, RecordSink* sink,
+                                                                     device::Device& dev) {
   if (const char* conns = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"); conns != nullptr && std::atoi(conns) == 1) {
     return absl::FailedPreconditionError(
         "CUDA_DEVICE_MAX_CONNECTIONS=1 gives the GPU one hardware queue, where a closed gate would stall every "
         "stream");
   }
-  absl::StatusOr<std::unique_ptr<device::Device>> dev = device::SelectDevice(real.handle);
-  if (!dev.ok()) return dev.status();
-  std::unique_ptr<GatedLauncher> l(new GatedLauncher(real, sink, *std::move(dev)));
+  std::unique_ptr<GatedLauncher> l(new GatedLauncher(real, sink, dev));
   l->links_ = std::make_unique<sched::NicLinkModel>(sched::NicLinkModel::Options::FromParams());
   l->local_links_ = l->links_->LinksFor({});  // peers unknown: the op leaves through the local NIC
   absl::StatusOr<std::unique_ptr<sched::Engine>> engine = MakeEngineFromParams(l.get(), *l->links_);
@@ -69,7 +68,7 @@ absl::StatusOr<std::unique_ptr<GatedLauncher>> GatedLauncher::Create(const RealN
                  "pipeline, tensor, expert, unknown", ParamString(ParamId::kExcludeRoles), bad);
   }
   TRIRACE_INFO(INTERPOSE, "schedule mode: gated launch on the %s device backend, policy %s, hold bound %d us, "
-               "chunks above %d bytes", l->dev_->name(), std::string(l->engine_->policy_name()),
+               "chunks above %d bytes", l->dev_.name(), std::string(l->engine_->policy_name()),
                l->engine_->options().max_hold_ns / 1000, l->chunk_bytes_);
   return l;
 }
@@ -99,7 +98,7 @@ void GatedLauncher::Fail(const absl::Status& status, absl::string_view step) {
 bool GatedLauncher::CanGate(const Op& op) {
   if (failed() || op.state == nullptr || op.state->nonblocking) return false;
   if ((excluded_roles_ >> EffectiveRole(*op.state, nullptr)) & 1u) return false;
-  absl::StatusOr<bool> capturing = dev_->IsCapturing(op.stream);
+  absl::StatusOr<bool> capturing = dev_.IsCapturing(op.stream);
   return capturing.ok() && !*capturing;
 }
 
@@ -107,7 +106,7 @@ CommLane* GatedLauncher::LaneFor(CommState* state) {
   if (CommLane* l = state->lane.load(std::memory_order_acquire)) return l;
   std::lock_guard<std::mutex> lock(lanes_mu_);
   if (CommLane* l = state->lane.load(std::memory_order_acquire)) return l;
-  absl::StatusOr<std::unique_ptr<CommLane>> lane = CommLane::Create(*dev_, state);
+  absl::StatusOr<std::unique_ptr<CommLane>> lane = CommLane::Create(dev_, state);
   if (!lane.ok()) {
     Fail(lane.status(), "creating the dedicated stream of a comm");
     return nullptr;
@@ -202,8 +201,8 @@ ncclResult_t GatedLauncher::Launch(const Op& op, OpRecording* rec) {
   }
   // LaunchGated falls back before anything is enqueued, leaving the record to the shim.
   std::lock_guard<std::mutex> lock(lane->mu);
-  const absl::Status in = dev_->RecordEvent(lane->in_event(), op.stream);
-  const absl::Status wait = in.ok() ? dev_->StreamWaitEvent(lane->stream(), lane->in_event()) : in;
+  const absl::Status in = dev_.RecordEvent(lane->in_event(), op.stream);
+  const absl::Status wait = in.ok() ? dev_.StreamWaitEvent(lane->stream(), lane->in_event()) : in;
   if (!wait.ok()) {
     Fail(wait, "ordering the dedicated stream after the user stream");
     passthrough_.fetch_add(1, std::memory_order_relaxed);

@@ -35,7 +35,8 @@
 // earlier step of the gated path failed (one WARN, then passthrough for the
 // process). Create() fails, and the shim observes, when
 // CUDA_DEVICE_MAX_CONNECTIONS=1 (one hardware queue: a closed gate would
-// stall every stream) or no device backend opens.
+// stall every stream); the shim does not call it when no device backend
+// opens.
 //
 // Gates open when the engine releases the task (GateOpener::OpenGate) or,
 // at the latest, by the hold bound: the engine applies it itself, and the
@@ -93,10 +94,12 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
     sched::EngineStats engine;
   };
 
-  // Opens the device backend for `real`, builds the engine from the params
-  // (TRIRACE_POLICY, TRIRACE_MAX_HOLD_US, ...). The error says why schedule
-  // mode cannot run (the shim then observes).
-  static absl::StatusOr<std::unique_ptr<GatedLauncher>> Create(const RealNccl& real, RecordSink* sink);
+  // A launcher issuing through `real` on `dev` (the shim's device backend,
+  // device::SelectDevice; it must outlive the launcher), with the engine
+  // built from the params (TRIRACE_POLICY, TRIRACE_MAX_HOLD_US, ...). The
+  // error says why schedule mode cannot run (the shim then observes).
+  static absl::StatusOr<std::unique_ptr<GatedLauncher>> Create(const RealNccl& real, RecordSink* sink,
+                                                               device::Device& dev);
   ~GatedLauncher() override;
 
   ncclResult_t Launch(const Op& op, OpRecording* recording) override;
@@ -112,7 +115,7 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   void OpenGate(const sched::ReleasedTask& task) override;
 
   Stats stats() const;
-  absl::string_view device_name() const { return dev_->name(); }
+  absl::string_view device_name() const { return dev_.name(); }
   std::string_view policy_name() const { return engine_->policy_name(); }
 
   // Completion callback target (stream threads); public for the C callback.
@@ -123,7 +126,7 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   struct Group;
 
  private:
-  GatedLauncher(const RealNccl& real, RecordSink* sink, std::unique_ptr<device::Device> dev);
+  GatedLauncher(const RealNccl& real, RecordSink* sink, device::Device& dev);
 
   // Whether `op` may be gated; false: passthrough.
   bool CanGate(const Op& op);
@@ -152,7 +155,7 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
 
   const RealNccl& real_;
   RecordSink* const sink_;
-  std::unique_ptr<device::Device> dev_;
+  device::Device& dev_;  // the shim's
   std::unique_ptr<sched::NicLinkModel> links_;
   std::vector<sched::LinkId> local_links_;
   std::unique_ptr<sched::Engine> engine_;

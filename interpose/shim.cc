@@ -101,20 +101,29 @@ void Shim::Initialize() {
   if (mode_ == ShimMode::kSchedule && observe_only) {
     TRIRACE_WARN(INTERPOSE, "TRIRACE_MODE=schedule: this NCCL is observe only; running in observe mode");
     mode_ = ShimMode::kObserve;
-  } else if (mode_ == ShimMode::kSchedule) {
-    auto gated = GatedLauncher::Create(*real_, this);
-    if (gated.ok()) {
-      launcher_ = *std::move(gated);
+  }
+  if (mode_ != ShimMode::kOff) {
+    absl::StatusOr<std::unique_ptr<device::Device>> dev = device::SelectDevice(real_->handle);
+    if (dev.ok()) {
+      device_ = *std::move(dev);
     } else {
-      TRIRACE_WARN(INTERPOSE, "TRIRACE_MODE=schedule: %s; running in observe mode (no op is gated)",
-                   gated.status().message());
-      mode_ = ShimMode::kObserve;
+      TRIRACE_INFO(TRACE, "trace slices end at the call's return: %s", dev.status().ToString());
+    }
+    if (mode_ == ShimMode::kSchedule) {
+      absl::StatusOr<std::unique_ptr<GatedLauncher>> gated =
+          device_ != nullptr ? GatedLauncher::Create(*real_, this, *device_) : dev.status();
+      if (gated.ok()) {
+        launcher_ = *std::move(gated);
+      } else {
+        TRIRACE_WARN(INTERPOSE, "TRIRACE_MODE=schedule: %s; running in observe mode (no op is gated)",
+                     gated.status().message());
+        mode_ = ShimMode::kObserve;
+      }
     }
   }
   if (launcher_ == nullptr) launcher_ = std::make_unique<ObserveLauncher>(*real_);
   if (mode_ == ShimMode::kOff) return;  // pure forwarding: no trace, no exit hook
 
-  completion_ = CompletionTracker::ForLibrary(*real_);
   const std::string& trace = ParamString(ParamId::kTrace);
   if (!trace.empty()) {
     TraceWriter::Options options;
@@ -123,7 +132,7 @@ void Shim::Initialize() {
     options.info = {{"producer", "TriRace libtrirace.so"},
                     {"mode", ParamEnum(ParamId::kMode)},
                     {"nccl", absl::StrCat(VersionText(version_), " ", real_->path)},
-                    {"completion", completion_ != nullptr ? "stream" : "return"}};
+                    {"completion", device_ != nullptr ? "stream" : "return"}};
     options.on_failure = [this](const std::string& why) { Disable(absl::StrCat("trace: ", why)); };
     options.in_flight = [this] { return in_flight_.load(std::memory_order_relaxed); };
     auto writer = TraceWriter::Start(std::move(options), &registry_);
@@ -201,7 +210,7 @@ ncclResult_t Shim::IssueOp(Op& op) {
   if (op.state != nullptr) CountOp(op.state->stats, op.func, op_class, op.bytes);
   if (recording.taken) return result;  // the launcher finishes it at the op's completion
 
-  if (completion_ != nullptr && result == ncclSuccess) {
+  if (device_ != nullptr && result == ncclSuccess) {
     r.completion = CompletionSource::kStream;
     auto* pending = new (std::nothrow) PendingOp{r, op.state, this};
     if (pending == nullptr) {
@@ -223,7 +232,10 @@ ncclResult_t Shim::IssueOp(Op& op) {
 }
 
 void Shim::TrackCompletion(PendingOp* pending, cudaStream_t stream) {
-  if (!completion_->Track(stream, &Shim::OnStreamDone, pending)) {
+  // A host function queued on a stream under graph capture would become a
+  // node of the graph: run at every replay (with a freed record), or never.
+  const absl::StatusOr<bool> capturing = device_->IsCapturing(stream);
+  if (!capturing.ok() || *capturing || !device_->LaunchHostFunc(stream, &Shim::OnStreamDone, pending).ok()) {
     pending->record.completion = CompletionSource::kReturn;
     OnStreamDone(pending);
   }
@@ -276,7 +288,7 @@ void Shim::EndGroupLevel(bool launched) {
   if (t_group_depth > 0) --t_group_depth;
   if (t_group_depth > 0 || t_group_pending.empty()) return;
   for (const GroupPending& g : t_group_pending) {
-    if (launched && completion_ != nullptr) {
+    if (launched) {
       TrackCompletion(g.op, g.stream);
     } else {
       g.op->record.completion = CompletionSource::kReturn;

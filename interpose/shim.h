@@ -17,6 +17,23 @@
 // already inside an intercepted call on that thread (ncclBcast ->
 // ncclBroadcast, ncclCommGetAsyncError, ...) is forwarded, not counted again.
 //
+// What it owns, once for the process:
+//   - the device backend (device::SelectDevice: hostccl's host streams or
+//     CUDA), opened when the mode is not off; the gated launcher borrows it;
+//   - the calling thread's user-group state: nesting depth and group id
+//     (thread-locals in shim.cc). Launchers are told the depth after each
+//     Group* call and see the id in Op::group_id; they keep no depth of
+//     their own;
+//   - the completion of every op record the launcher does not take
+//     (OpRecording): a host function queued on the op's stream after it
+//     (at the outermost ncclGroupEnd for grouped ops) ends the record at
+//     the op's real completion, on hostccl and on CUDA alike. The record
+//     ends at the call's return instead when there is no device backend,
+//     the call failed, the stream is being captured into a CUDA graph (a
+//     captured host function would run at every replay, or never), or the
+//     host function cannot be queued. Records the gated launcher takes end
+//     at its tickets' completion callbacks (gated_launcher.h).
+//
 // Thread safety: every method may be called from any thread. The op path
 // takes no lock: the registry lookup is lock-free, the tag and group state
 // are thread-local, statistics are relaxed atomics and the trace buffer is
@@ -32,7 +49,7 @@
 #include <string>
 
 #include "interpose/comm_registry.h"
-#include "interpose/completion.h"
+#include "interpose/device/device.h"
 #include "interpose/launcher.h"
 #include "interpose/op.h"
 #include "interpose/real_nccl.h"
@@ -135,8 +152,10 @@ class Shim final : private RecordSink {
 
   std::unique_ptr<RealNccl> real_;
   std::string resolve_error_;
+  // Before launcher_: the gated launcher borrows it. nullptr: no backend
+  // (records end at the call's return; no schedule mode).
+  std::unique_ptr<device::Device> device_;
   std::unique_ptr<Launcher> launcher_;
-  std::unique_ptr<CompletionTracker> completion_;
   std::unique_ptr<TraceWriter> trace_;
   CommRegistry registry_;
   ShimMode mode_ = ShimMode::kOff;
