@@ -60,6 +60,11 @@ endif()
 find_package(nlohmann_json 3 QUIET)
 trirace_require(nlohmann_json_FOUND "nlohmann-json" "nlohmann-json3-dev")
 
+# Command lines of the `trirace` command, the examples and the benchmarks
+# (header-only, target CLI11::CLI11).
+find_package(CLI11 CONFIG QUIET)
+trirace_require(CLI11_FOUND "CLI11" "libcli11-dev")
+
 if(TRIRACE_BUILD_TESTS)
   find_package(GTest CONFIG QUIET)
   trirace_require(GTest_FOUND "GoogleTest and GoogleMock" "libgtest-dev libgmock-dev")

@@ -4,6 +4,7 @@
 //   e2e_bound --hosts 4 --ranks-per-host 2 --gbps 1 [--burst BYTES] [--line-gbps G]
 //             -- <hybrid_parallel flags>
 //
+// (CLI11 reads its own flags; those after `--` go to the example's parser.)
 // Prints one line: BOUND {"bound_ms":..,"compute_ms":..,"link_ms":..,
 // "busiest_link":"h0.tx","ideal_ms":..,"shared_ms":..,...}. Ranks are placed like testbed.sh places them
 // (rank = host * ranks_per_host + local), with the example's rank order.
@@ -35,11 +36,13 @@
 // testbed.sh picks it: 1 ms at the rate, at least 32768) at --line-gbps
 // (default 10, what the test bed's veths report) after an idle spell.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "CLI/CLI.hpp"
 #include "config.h"
 #include "model.h"
 #include "nlohmann/json.hpp"
@@ -50,39 +53,45 @@ namespace {
 int Usage(const std::string& why) {
   std::fprintf(stderr,
                "e2e_bound: %s\nusage: e2e_bound --hosts H --ranks-per-host R --gbps G -- "
-               "<hybrid_parallel flags>\n",
+               "<hybrid_parallel flags> (see --help)\n",
                why.c_str());
   return 2;
 }
+
+// Milliseconds to the microsecond, as the BOUND line has always shown them.
+double Ms(double v) { return std::round(v * 1e3) / 1e3; }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   int hosts = 0, per_host = 0;
   double gbps = 0, burst = -1, line_gbps = 10;
-  int i = 1;
-  for (; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (i + 1 >= argc) return Usage(a + " needs a value");
-    if (a == "--hosts") {
-      hosts = std::atoi(argv[++i]);
-    } else if (a == "--ranks-per-host") {
-      per_host = std::atoi(argv[++i]);
-    } else if (a == "--gbps") {
-      gbps = std::atof(argv[++i]);
-    } else if (a == "--burst") {
-      burst = std::atof(argv[++i]);
-    } else if (a == "--line-gbps") {
-      line_gbps = std::atof(argv[++i]);
-    } else {
-      return Usage("unknown flag " + a);
-    }
+  std::vector<std::string> flags;
+  CLI::App app("The lower bound on one iteration of examples/hybrid_parallel on a test bed (compute on the\n"
+               "critical path, busiest uplink), and the iteration simulated on ideal and on shared links.\n"
+               "Prints one line: BOUND {json}.",
+               "e2e_bound");
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--hosts", hosts, "test-bed hosts")->type_name("H")->required();
+  app.add_option("--ranks-per-host", per_host, "ranks per host (rank = host * R + local)")
+      ->type_name("R")
+      ->required();
+  app.add_option("--gbps", gbps, "each uplink's shaped rate, Gbit/s")->type_name("G")->required();
+  app.add_option("--burst", burst, "the token bucket's burst (default: 1 ms at the rate, at least 32768)")
+      ->type_name("BYTES");
+  app.add_option("--line-gbps", line_gbps, "the links' line rate after an idle spell (what veths report)")
+      ->type_name("G")
+      ->capture_default_str();
+  app.add_option("flags", flags, "hybrid_parallel's flags (hybrid_parallel --help), after --")
+      ->type_name("");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::printf("%s", app.help().c_str());
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    return Usage(e.what());
   }
-  std::vector<std::string> flags(argv + i, argv + argc);
   hybrid::Config c;
   std::string error;
   if (!hybrid::ParseArgs(flags, &c, &error) || !hybrid::ValidateModel(c, &error)) return Usage(error);
@@ -133,12 +142,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "e2e_bound: simulation: %s\n", error.c_str());
     return 1;
   }
-  const nlohmann::ordered_json bound = {{"bound_ms", std::max(compute_us, link_us) / 1e3},
-                                        {"compute_ms", compute_us / 1e3},
-                                        {"link_ms", link_us / 1e3},
+  const nlohmann::ordered_json bound = {{"bound_ms", Ms(std::max(compute_us, link_us) / 1e3)},
+                                        {"compute_ms", Ms(compute_us / 1e3)},
+                                        {"link_ms", Ms(link_us / 1e3)},
                                         {"busiest_link", busiest},
-                                        {"ideal_ms", ideal.median_ms},
-                                        {"shared_ms", shared.median_ms},
+                                        {"ideal_ms", Ms(ideal.median_ms)},
+                                        {"shared_ms", Ms(shared.median_ms)},
                                         {"hosts", hosts},
                                         {"ranks_per_host", per_host},
                                         {"gbps", gbps}};

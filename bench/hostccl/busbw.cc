@@ -8,7 +8,7 @@
 // are the best of several runs (each collective timed with a barrier after
 // it), since the host is usually shared.
 //
-//   hostccl_busbw [--max-mib 256] [--ranks 2,4]
+//   hostccl_busbw [--max-mib 256] [--ranks 2,4]   (CLI11; --help lists the flags)
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -25,6 +25,7 @@
 #include <hostccl/stream.h>
 #include <nccl.h>
 
+#include "CLI/CLI.hpp"
 #include "common/clock.h"
 #include "common/params.h"
 #include "hostccl/src/bootstrap.h"
@@ -164,25 +165,48 @@ int Spawn(const std::vector<std::vector<std::string>>& ranks) {
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  std::vector<std::string> a(argv + 1, argv + argc);
-  if (a.size() == 4 && a[0] == "p2p") return P2pRank(std::atoi(a[1].c_str()), FromHex(a[2]), a[3]);
-  if (a.size() == 6 && a[0] == "coll") {
-    return CollRank(std::atoi(a[1].c_str()), std::atoi(a[2].c_str()), FromHex(a[3]),
-                    std::strtoull(a[4].c_str(), nullptr, 10), std::atof(a[5].c_str()));
-  }
+  CLI::App app("Bus bandwidth of hostccl's AllReduce and AllGather (nccl-tests' definitions) from 1 MiB up,\n"
+               "next to the net plugin's point-to-point throughput measured first in the same run. Ranks\n"
+               "are processes on this host (loopback); times are the best of several runs.",
+               "hostccl_busbw");
   size_t max_mib = 256;
   std::vector<int> counts = {2, 4};
-  for (size_t i = 0; i + 1 < a.size(); i += 2) {
-    if (a[i] == "--max-mib") max_mib = std::strtoull(a[i + 1].c_str(), nullptr, 10);
-    else if (a[i] == "--ranks") {
-      counts.clear();
-      for (const char* p = a[i + 1].c_str(); *p != '\0';) {
-        counts.push_back(std::atoi(p));
-        while (*p != '\0' && *p != ',') ++p;
-        if (*p == ',') ++p;
-      }
-    }
+  app.add_option("--max-mib", max_mib, "the largest buffer, MiB (1 MiB, then x4 per step)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--ranks", counts, "rank counts, one table each")
+      ->delimiter(',')
+      ->type_name("N,N...")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  // The ranks this program starts as processes of itself: subcommands left
+  // out of --help, their values positional.
+  struct {
+    int rank = 0, nranks = 0;
+    std::string id_hex, out;
+    size_t max_bytes = 0;
+    double p2p = 0;  // GB/s
+  } child;
+  CLI::App* p2p_rank = app.add_subcommand("p2p", "")->group("");
+  p2p_rank->add_option("rank", child.rank)->required();
+  p2p_rank->add_option("id", child.id_hex)->required();
+  p2p_rank->add_option("out", child.out)->required();
+  CLI::App* coll_rank = app.add_subcommand("coll", "")->group("");
+  coll_rank->add_option("rank", child.rank)->required();
+  coll_rank->add_option("nranks", child.nranks)->required();
+  coll_rank->add_option("id", child.id_hex)->required();
+  coll_rank->add_option("max_bytes", child.max_bytes)->required();
+  coll_rank->add_option("p2p", child.p2p)->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // CLI11 prints the help or the error
   }
+  if (p2p_rank->parsed()) return P2pRank(child.rank, FromHex(child.id_hex), child.out);
+  if (coll_rank->parsed()) {
+    return CollRank(child.rank, child.nranks, FromHex(child.id_hex), child.max_bytes, child.p2p);
+  }
+
   ncclUniqueId id;
   if (ncclGetUniqueId(&id) != ncclSuccess) return 1;
   const char* tmp = std::getenv("TMPDIR");

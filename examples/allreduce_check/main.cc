@@ -18,6 +18,7 @@
 #include <hostccl/stream.h>
 #include <nccl.h>
 
+#include "CLI/CLI.hpp"
 #include "nccl_adapter/unique_id_text.h"
 
 extern char** environ;
@@ -93,16 +94,17 @@ int main(int argc, char** argv) {
   int rank = -1, nranks = 2;
   size_t count = 1 << 20;
   std::string id_hex;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i];
-    if (flag == "--rank") rank = std::atoi(argv[i + 1]);
-    else if (flag == "--nranks") nranks = std::atoi(argv[i + 1]);
-    else if (flag == "--count") count = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (flag == "--id") id_hex = argv[i + 1];
-    else {
-      std::fprintf(stderr, "usage: %s --nranks N [--count ELEMENTS]\n", argv[0]);
-      return 2;
-    }
+  CLI::App app("Runs an AllReduce across N processes (children of this one) and verifies every rank's sums.",
+               "allreduce_check");
+  app.add_option("--nranks", nranks, "ranks to start")->capture_default_str();
+  app.add_option("--count", count, "floats per rank")->capture_default_str();
+  // What the launcher passes to each rank it starts.
+  app.add_option("--rank", rank, "this process's rank (set by the launcher)")->group("rank processes");
+  app.add_option("--id", id_hex, "the ncclUniqueId as hex (set by the launcher)")->group("rank processes");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // CLI11 prints the help or the error
   }
   if (nranks < 1) {
     std::fprintf(stderr, "--nranks must be at least 1\n");

@@ -4,8 +4,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <map>
 #include <sstream>
+
+#include "CLI/CLI.hpp"
 
 namespace hybrid {
 namespace {
@@ -27,112 +28,124 @@ std::string Range(int64_t min, int64_t max) {
   return s.str();
 }
 
-// One flag: its name, whether it takes a value, and how to apply it.
+// How a flag applies its value: false (with what is accepted) if it cannot.
+using Apply = std::function<bool(const std::string& value, Config* c, std::string* accepted)>;
+
+// One flag of the table: its name (without the dashes), its group and value
+// name in the help, what it does, and how it applies a value; or, for an
+// on/off flag, the field it sets and the name that clears it.
 struct Flag {
-  bool takes_value;
-  std::function<bool(const std::string& value, Config* c, std::string* accepted)> apply;
+  std::string name;
+  const char* group;
+  std::string value_name;  // "" for an on/off flag
+  std::string help;
+  Apply apply;
+  std::string default_text;        // shown in the help; "" for none
+  bool Config::*toggle = nullptr;  // an on/off flag's field
+  std::string off_name;            // "" or the name that sets it to false
 };
 
-Flag IntFlag(int Config::*field, int64_t min, int64_t max) {
-  return {true, [=](const std::string& v, Config* c, std::string* accepted) {
-            int64_t x;
-            if (!ParseInt64(v, min, max, &x)) {
-              *accepted = Range(min, max);
-              return false;
-            }
-            c->*field = static_cast<int>(x);
-            return true;
-          }};
+Flag ValueFlag(const char* name, const char* group, std::string value_name, const char* help, Apply apply,
+               std::string default_text = "") {
+  return {name, group, std::move(value_name), help, std::move(apply), std::move(default_text), nullptr, ""};
 }
 
-Flag Int64Flag(int64_t Config::*field, int64_t min, int64_t max) {
-  return {true, [=](const std::string& v, Config* c, std::string* accepted) {
-            int64_t x;
-            if (!ParseInt64(v, min, max, &x)) {
-              *accepted = Range(min, max);
-              return false;
-            }
-            c->*field = x;
-            return true;
-          }};
+// An integer field (int or int64_t) within [min, max].
+template <typename T>
+Flag IntFlag(const char* name, const char* group, const char* value_name, T Config::*field, int64_t min,
+             int64_t max, const char* help) {
+  Apply apply = [=](const std::string& v, Config* c, std::string* accepted) {
+    int64_t x;
+    if (!ParseInt64(v, min, max, &x)) {
+      *accepted = Range(min, max);
+      return false;
+    }
+    c->*field = static_cast<T>(x);
+    return true;
+  };
+  return ValueFlag(name, group, value_name, help, std::move(apply), std::to_string(Config{}.*field));
 }
 
-Flag BoolFlag(bool Config::*field, bool value) {
-  return {false, [=](const std::string&, Config* c, std::string*) {
-            c->*field = value;
-            return true;
-          }};
+Flag OnOffFlag(const char* name, const char* off_name, const char* group, bool Config::*field,
+               const char* help) {
+  return {name, group, "", help, nullptr, "", field, off_name};
 }
 
-const std::map<std::string, Flag>& Flags() {
-  static const auto* flags = new std::map<std::string, Flag>{
-      {"stages", IntFlag(&Config::stages, 1, 64)},
-      {"replicas", IntFlag(&Config::replicas, 1, 256)},
-      {"embedding", BoolFlag(&Config::embedding, true)},
-      {"no-embedding", BoolFlag(&Config::embedding, false)},
-      {"layers", IntFlag(&Config::layers, 1, 256)},
-      {"micro-batches", IntFlag(&Config::micro_batches, 1, 1024)},
-      {"iterations", IntFlag(&Config::iterations, 1, 100000)},
-      {"warmup", IntFlag(&Config::warmup, 0, 100000)},
-      {"fwd-us", Int64Flag(&Config::fwd_us, 0, 10000000)},
-      {"bwd-us", Int64Flag(&Config::bwd_us, 0, 10000000)},
-      {"emb-fwd-us", Int64Flag(&Config::emb_fwd_us, 0, 10000000)},
-      {"emb-bwd-us", Int64Flag(&Config::emb_bwd_us, 0, 10000000)},
-      {"act-kb", Int64Flag(&Config::act_kb, 1, 1 << 20)},
-      {"grad-kb", Int64Flag(&Config::grad_kb, 1, 1 << 20)},
-      {"bucket-kb", Int64Flag(&Config::bucket_kb, 1, 1 << 22)},
-      {"sparse-kb", Int64Flag(&Config::sparse_kb, 1, 1 << 20)},
-      {"sparse-indices", IntFlag(&Config::sparse_indices, 1, 1 << 20)},
-      {"rank", IntFlag(&Config::rank, 0, 1 << 20)},
-      {"nranks", IntFlag(&Config::nranks, 1, 1 << 20)},
-      {"timeout", IntFlag(&Config::timeout_s, 1, 86400)},
-      {"lookahead", IntFlag(&Config::lookahead, 0, 1000)},
-      {"reference", BoolFlag(&Config::reference_only, true)},
-      {"help", BoolFlag(&Config::help, true)},
-      {"uid-file", {true, [](const std::string& v, Config* c, std::string* accepted) {
-                      if (v.empty()) {
-                        *accepted = "a file path";
-                        return false;
-                      }
-                      c->uid_file = v;
-                      return true;
-                    }}},
-      {"schedule", {true, [](const std::string& v, Config* c, std::string* accepted) {
-                      if (v == "1f1b") {
-                        c->schedule = Schedule::k1F1B;
-                      } else if (v == "2bw") {
-                        c->schedule = Schedule::k2BW;
-                      } else {
-                        *accepted = "1f1b or 2bw";
-                        return false;
-                      }
-                      return true;
-                    }}},
-      {"order", {true, [](const std::string& v, Config* c, std::string* accepted) {
-                   if (v == "dp-inner") {
-                     c->order = Order::kDpInner;
-                   } else if (v == "pp-inner") {
-                     c->order = Order::kPpInner;
-                   } else {
-                     *accepted = "dp-inner or pp-inner";
-                     return false;
-                   }
-                   return true;
-                 }}},
+// A field with one of two values.
+template <typename E>
+Flag ChoiceFlag(const char* name, const char* group, E Config::*field, const char* a, E a_value, const char* b,
+                E b_value, const char* help) {
+  const std::string accepted_text = std::string(a) + " or " + b;
+  Apply apply = [=](const std::string& v, Config* c, std::string* accepted) {
+    if (v != a && v != b) {
+      *accepted = accepted_text;
+      return false;
+    }
+    c->*field = v == a ? a_value : b_value;
+    return true;
+  };
+  return ValueFlag(name, group, std::string(a) + "|" + b, help, std::move(apply),
+                   Config{}.*field == a_value ? a : b);
+}
+
+Flag WithoutDefault(Flag flag) {
+  flag.default_text.clear();
+  return flag;
+}
+
+// The flags after --preset, in the order of the help. The process identity
+// defaults to the launcher's environment (ParseArgs), not to a value here.
+const std::vector<Flag>& Flags() {
+  static const auto* flags = new std::vector<Flag>{
+      IntFlag("stages", "model", "S", &Config::stages, 1, 64, "dense pipeline stages"),
+      IntFlag("replicas", "model", "D", &Config::replicas, 1, 256, "data-parallel replicas"),
+      OnOffFlag("embedding", "no-embedding", "model", &Config::embedding,
+                "an embedding stage in front: AllGather + AlltoAll (SPARSE)"),
+      IntFlag("layers", "model", "L", &Config::layers, 1, 256, "layers per dense stage"),
+      ChoiceFlag("schedule", "model", &Config::schedule, "1f1b", Schedule::k1F1B, "2bw", Schedule::k2BW,
+                 "1F1B with flush, or PipeDream-2BW-style without"),
+      ChoiceFlag("order", "model", &Config::order, "dp-inner", Order::kDpInner, "pp-inner", Order::kPpInner,
+                 "rank = stage*D + replica, or replica*S + stage"),
+      IntFlag("micro-batches", "model", "M", &Config::micro_batches, 1, 1024, "micro-batches per iteration"),
+      IntFlag("iterations", "model", "N", &Config::iterations, 1, 100000, "iterations, warm-up included"),
+      IntFlag("warmup", "model", "W", &Config::warmup, 0, 100000, "iterations left out of the median"),
+      IntFlag("fwd-us", "model", "US", &Config::fwd_us, 0, 10000000,
+              "forward compute per dense layer and micro-batch"),
+      IntFlag("bwd-us", "model", "US", &Config::bwd_us, 0, 10000000,
+              "backward compute per dense layer and micro-batch"),
+      IntFlag("emb-fwd-us", "model", "US", &Config::emb_fwd_us, 0, 10000000,
+              "embedding forward compute per micro-batch"),
+      IntFlag("emb-bwd-us", "model", "US", &Config::emb_bwd_us, 0, 10000000,
+              "embedding backward compute per micro-batch"),
+      IntFlag("act-kb", "model", "KB", &Config::act_kb, 1, 1 << 20, "P2P activation per micro-batch"),
+      IntFlag("grad-kb", "model", "KB", &Config::grad_kb, 1, 1 << 20, "DENSE gradient per layer"),
+      IntFlag("bucket-kb", "model", "KB", &Config::bucket_kb, 1, 1 << 22, "DDP bucket cap"),
+      IntFlag("sparse-kb", "model", "KB", &Config::sparse_kb, 1, 1 << 20,
+              "SPARSE AlltoAll rows per peer per micro-batch"),
+      IntFlag("sparse-indices", "model", "K", &Config::sparse_indices, 1, 1 << 20,
+              "AllGather row ids per rank per micro-batch"),
+      WithoutDefault(IntFlag("rank", "process", "R", &Config::rank, 0, 1 << 20,
+                             "this process's rank (default: $RANK)")),
+      WithoutDefault(IntFlag("nranks", "process", "N", &Config::nranks, 1, 1 << 20,
+                             "processes, = (stages + embedding) x replicas (default: $WORLD_SIZE)")),
+      ValueFlag("uid-file", "process", "PATH",
+                "a fresh path for the NCCL unique id: rank 0 writes it, the others wait for it "
+                "(default: $RENDEZVOUS_FILE)",
+                [](const std::string& v, Config* c, std::string* accepted) {
+                  if (v.empty()) {
+                    *accepted = "a file path";
+                    return false;
+                  }
+                  c->uid_file = v;
+                  return true;
+                }),
+      IntFlag("timeout", "process", "SEC", &Config::timeout_s, 1, 86400, "exit 124 if still running after this"),
+      IntFlag("lookahead", "process", "K", &Config::lookahead, 0, 1000,
+              "iterations the host may issue ahead of completion"),
+      OnOffFlag("reference", "", "process", &Config::reference_only,
+                "print the expected checksum (no NCCL) and exit"),
   };
   return *flags;
-}
-
-// Splits "--name=value" / "--name value"; returns false if args[i] is not a flag.
-bool SplitFlag(const std::vector<std::string>& args, size_t i, std::string* name,
-               std::string* value, bool* has_inline_value) {
-  const std::string& a = args[i];
-  if (a.size() < 3 || a.compare(0, 2, "--") != 0) return false;
-  size_t eq = a.find('=');
-  *has_inline_value = eq != std::string::npos;
-  *name = a.substr(2, *has_inline_value ? eq - 2 : std::string::npos);
-  *value = *has_inline_value ? a.substr(eq + 1) : "";
-  return true;
 }
 
 bool EnvInt(const char* var, int* out, std::string* error) {
@@ -145,6 +158,73 @@ bool EnvInt(const char* var, int* out, std::string* error) {
   }
   *out = static_cast<int>(x);
   return true;
+}
+
+// Throws the error ParseArgs reports as it is.
+[[noreturn]] void Reject(const std::string& message) {
+  throw CLI::ValidationError(message, CLI::ExitCodes::ValidationError);
+}
+
+// The command line: --preset, then the table. CLI11 runs the flags'
+// callbacks in this order once every argument is read, so the preset is
+// applied first wherever it appears and the other flags override it.
+void AddFlags(CLI::App* app, Config* c) {
+  app->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last value counts
+  std::string presets;
+  for (const auto& n : PresetNames()) presets += (presets.empty() ? "" : ", ") + n;
+  app->add_option_function<std::string>(
+         "--preset",
+         [c](const std::string& name) {
+           std::string error;
+           if (!ApplyPreset(name, c, &error)) Reject(error);
+         },
+         "applied first, the other flags change it: " + presets)
+      ->type_name("NAME")
+      ->default_str(Config{}.preset)
+      ->group("model");
+  for (const Flag& flag : Flags()) {
+    const std::string dashed = "--" + flag.name;
+    CLI::Option* opt;
+    if (flag.toggle != nullptr) {
+      const std::string names = flag.off_name.empty() ? dashed : dashed + ",!--" + flag.off_name;
+      opt = app->add_flag(names, c->*flag.toggle, flag.help)->disable_flag_override();
+    } else {
+      opt = app->add_option_function<std::string>(
+                   dashed,
+                   [c, &flag, dashed](const std::string& value) {
+                     std::string accepted;
+                     if (!flag.apply(value, c, &accepted)) {
+                       Reject(dashed + " '" + value + "': expected " + accepted);
+                     }
+                   },
+                   flag.help)
+                ->type_name(flag.value_name)
+                ->default_str(flag.default_text);
+    }
+    opt->group(flag.group);
+  }
+  app->set_help_flag("-h,--help", "print this help and exit")->group("process");
+}
+
+// CLI11's complaint in this parser's words: unknown flags and arguments by
+// name, a flag without its value, a value given to a flag that takes none.
+std::string Explain(const CLI::App& app, const CLI::ParseError& e) {
+  const std::string what = e.what();
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && app.remaining_size() > 0) {
+    const std::string arg = app.remaining().front();
+    if (arg.size() > 2 && arg.compare(0, 2, "--") == 0) {
+      return "unknown flag '" + arg.substr(0, arg.find('=')) + "' (see --help)";
+    }
+    return "unexpected argument '" + arg + "' (flags are --name value; see --help)";
+  }
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr) {
+    // "--layers: 1 required TEXT missing", "embedding was given a disallowed flag override"
+    std::string name = what.substr(0, what.find_first_of(": "));
+    if (name.compare(0, 2, "--") != 0) name = "--" + name;
+    if (what.find(" required ") != std::string::npos) return name + " needs a value";
+    if (what.find("flag override") != std::string::npos) return name + " takes no value";
+  }
+  return what;
 }
 
 }  // namespace
@@ -227,52 +307,16 @@ bool ParseArgs(const std::vector<std::string>& args, Config* config, std::string
   if (!EnvInt("RANK", &c.rank, error) || !EnvInt("WORLD_SIZE", &c.nranks, error)) return false;
   if (const char* f = std::getenv("RENDEZVOUS_FILE"); f != nullptr && *f != '\0') c.uid_file = f;
 
-  // The preset first, wherever it is.
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string name, value;
-    bool inline_value;
-    if (SplitFlag(args, i, &name, &value, &inline_value) && name == "preset") {
-      if (!inline_value) {
-        if (i + 1 >= args.size()) {
-          *error = "--preset needs a value";
-          return false;
-        }
-        value = args[i + 1];
-      }
-      if (!ApplyPreset(value, &c, error)) return false;
-    }
-  }
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string name, value;
-    bool inline_value;
-    if (!SplitFlag(args, i, &name, &value, &inline_value)) {
-      *error = "unexpected argument '" + args[i] + "' (flags are --name value; see --help)";
-      return false;
-    }
-    if (name == "preset") {
-      if (!inline_value) ++i;
-      continue;
-    }
-    auto it = Flags().find(name);
-    if (it == Flags().end()) {
-      *error = "unknown flag '--" + name + "' (see --help)";
-      return false;
-    }
-    if (it->second.takes_value && !inline_value) {
-      if (i + 1 >= args.size()) {
-        *error = "--" + name + " needs a value";
-        return false;
-      }
-      value = args[++i];
-    } else if (!it->second.takes_value && inline_value) {
-      *error = "--" + name + " takes no value";
-      return false;
-    }
-    std::string accepted;
-    if (!it->second.apply(value, &c, &accepted)) {
-      *error = "--" + name + " '" + value + "': expected " + accepted;
-      return false;
-    }
+  CLI::App app;
+  AddFlags(&app, &c);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    c.help = true;
+  } catch (const CLI::ParseError& e) {
+    *error = Explain(app, e);
+    return false;
   }
   *config = c;
   return true;
@@ -360,39 +404,14 @@ nlohmann::ordered_json ConfigJson(const Config& c) {
 }
 
 std::string Usage() {
-  std::ostringstream s;
-  s << "usage: hybrid_parallel [flags]\n"
-       "A hybrid-parallel (pipeline x data parallel) training loop on NCCL with\n"
-       "emulated compute. Prints one line: RESULT {json}.\n\n"
-       "model\n"
-       "  --preset NAME          ";
-  for (const auto& n : PresetNames()) s << n << " ";
-  s << "(applied first)\n"
-       "  --stages S             dense pipeline stages (2)\n"
-       "  --replicas D           data-parallel replicas (2)\n"
-       "  --embedding            an embedding stage in front: AllGather + AlltoAll (SPARSE)\n"
-       "  --layers L             layers per dense stage (4)\n"
-       "  --schedule 1f1b|2bw    1F1B with flush, or PipeDream-2BW-style without (1f1b)\n"
-       "  --order dp-inner|pp-inner  rank = stage*D + replica, or replica*S + stage (dp-inner)\n"
-       "  --micro-batches M      per iteration (4)\n"
-       "  --iterations N         total, warm-up included (6)\n"
-       "  --warmup W             iterations left out of the median (2)\n"
-       "  --fwd-us / --bwd-us    compute per dense layer and micro-batch (200 / 400)\n"
-       "  --emb-fwd-us / --emb-bwd-us  embedding compute per micro-batch (100 / 200)\n"
-       "  --act-kb               P2P activation per micro-batch (64)\n"
-       "  --grad-kb              DENSE gradient per layer (256)\n"
-       "  --bucket-kb            DDP bucket cap (1024)\n"
-       "  --sparse-kb            SPARSE AlltoAll rows per peer per micro-batch (32)\n"
-       "  --sparse-indices K     AllGather row ids per rank per micro-batch (256)\n"
-       "process\n"
-       "  --rank R               this process's rank (default: $RANK)\n"
-       "  --nranks N             processes, = (stages + embedding) x replicas ($WORLD_SIZE)\n"
-       "  --uid-file PATH        rank 0 writes the NCCL unique id there, the others\n"
-       "                         wait for it; must not exist yet ($RENDEZVOUS_FILE)\n"
-       "  --timeout SEC          exit 124 if still running after this (300)\n"
-       "  --lookahead K          iterations the host may issue ahead of completion (1)\n"
-       "  --reference            print the expected checksum (no NCCL) and exit\n";
-  return s.str();
+  Config c;
+  CLI::App app("A hybrid-parallel (pipeline x data parallel) training loop on NCCL with emulated compute.\n"
+               "Prints one line: RESULT {json}.",
+               "hybrid_parallel");
+  AddFlags(&app, &c);
+  app.footer("Exit codes: 0 done, 1 a run-time error, 2 bad flags, 3 no host-stream API in the loaded\n"
+             "libnccl.so.2, 124 the --timeout watchdog fired.");
+  return app.help();
 }
 
 }  // namespace hybrid

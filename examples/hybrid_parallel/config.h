@@ -2,8 +2,9 @@
 // (stages, replicas, layers, sizes, compute times), the schedule and how the
 // process finds its rank and the other ranks.
 //
-// Parsing is `--flag value` or `--flag=value`. A `--preset NAME` is applied
-// first wherever it appears; other flags override it. Defaults for the
+// Parsing (CLI11, one table of flags in config.cc) is `--flag value` or
+// `--flag=value`; given twice, the last value counts. A `--preset NAME` is
+// applied first wherever it appears; other flags override it. Defaults for the
 // process identity come from the environment when the flag is absent:
 //   --rank      <- RANK
 //   --nranks    <- WORLD_SIZE
@@ -75,7 +76,7 @@ struct Config {
   int64_t sparse_elems() const { return sparse_kb * 256; }  // floats per peer
 };
 
-// The flag reference printed by --help.
+// The flag reference printed by --help (CLI11's, from the same table).
 std::string Usage();
 
 // Parses argv (argv[0] is skipped). On error returns false and sets *error

@@ -76,6 +76,14 @@ std::string Hex(uint64_t v) {
   return buf;
 }
 
+// Six significant digits, as the RESULT line had them before it was built
+// with nlohmann-json (which writes the shortest text of the value).
+double Sig6(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return std::strtod(buf, nullptr);
+}
+
 // CPU time (user + system, every thread) this process has used, seconds.
 double ProcessCpuSeconds() {
   rusage u{};
@@ -134,25 +142,27 @@ void Report(const Config& c, const Device& dev, ncclComm_t world, const RunResul
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   nlohmann::ordered_json rank_checksums = nlohmann::ordered_json::array();
   for (uint64_t h : by_place) rank_checksums.push_back(Hex(h));
+  std::vector<double> iteration_ms;
+  for (double v : ms) iteration_ms.push_back(Sig6(v));
   const nlohmann::ordered_json result = {
       {"example", "hybrid_parallel"},
       {"ranks", c.nranks},
-      {"median_ms", Median(timed)},
-      {"mean_ms", sum / double(timed.size())},
-      {"min_ms", *std::min_element(timed.begin(), timed.end())},
-      {"max_ms", *std::max_element(timed.begin(), timed.end())},
+      {"median_ms", Sig6(Median(timed))},
+      {"mean_ms", Sig6(sum / double(timed.size()))},
+      {"min_ms", Sig6(*std::min_element(timed.begin(), timed.end()))},
+      {"max_ms", Sig6(*std::max_element(timed.begin(), timed.end()))},
       {"iterations", timed.size()},
       {"warmup", c.warmup},
-      {"iteration_ms", ms},
+      {"iteration_ms", iteration_ms},
       {"checksum", Hex(data::JobChecksum(by_place))},
       {"rank_checksums", rank_checksums},
       {"bytes_per_iteration", {{"p2p", total.p2p}, {"dense", total.dense}, {"sparse", total.sparse}}},
       {"trirace", {{"shim", trirace_api_version() > 0}, {"scheduling", trirace_scheduler_active() != 0}}},
       {"cpu",
-       {{"ranks_cpu_s", cpu_s},
-        {"wall_s", wall_s},
+       {{"ranks_cpu_s", Sig6(cpu_s)},
+        {"wall_s", Sig6(wall_s)},
         {"cores", cores},
-        {"ranks_cpu_pct", wall_s > 0 ? 100.0 * cpu_s / (wall_s * cores) : 0.0}}},
+        {"ranks_cpu_pct", Sig6(wall_s > 0 ? 100.0 * cpu_s / (wall_s * cores) : 0.0)}}},
       {"config", ConfigJson(c)}};
   std::printf("RESULT %s\n", result.dump().c_str());
   std::fflush(stdout);

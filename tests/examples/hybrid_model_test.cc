@@ -319,6 +319,26 @@ TEST(HybridConfig, ErrorsNameTheFlagTheValueAndWhatIsAccepted) {
   EXPECT_THAT(error, HasSubstr("2bw schedule needs at least stages - 1 = 5"));
 }
 
+TEST(HybridConfig, TheLastValueCountsAndOnOffFlagsTakeNone) {
+  Config c;
+  std::string error;
+  ASSERT_TRUE(ParseArgs(Args({"--embedding", "--no-embedding", "--stages", "3", "--stages=5"}), &c, &error))
+      << error;
+  EXPECT_FALSE(c.embedding);
+  EXPECT_EQ(c.stages, 5);
+  ASSERT_TRUE(ParseArgs(Args({"--no-embedding", "--embedding"}), &c, &error)) << error;
+  EXPECT_TRUE(c.embedding);
+  EXPECT_FALSE(ParseArgs(Args({"--embedding=1"}), &c, &error));
+  EXPECT_THAT(error, HasSubstr("--embedding takes no value"));
+  EXPECT_FALSE(ParseArgs(Args({"stray"}), &c, &error));
+  EXPECT_THAT(error, HasSubstr("unexpected argument 'stray'"));
+  ASSERT_TRUE(ParseArgs(Args({"--preset", "tiny", "--help"}), &c, &error)) << error;
+  EXPECT_TRUE(c.help);
+  for (const char* flag : {"--preset", "--stages", "--no-embedding", "--sparse-indices", "--uid-file", "--reference"}) {
+    EXPECT_THAT(Usage(), HasSubstr(flag));
+  }
+}
+
 TEST(HybridConfig, RankAndRendezvousDefaultToTheLauncherEnvironment) {
   setenv("RANK", "3", 1);
   setenv("WORLD_SIZE", "4", 1);

@@ -168,6 +168,13 @@ TEST(HybridProcess, BadFlagsExitWithUsageCode) {
   EXPECT_THAT(r.err, HasSubstr("= 4 ranks"));
 }
 
+TEST(HybridProcess, HelpListsTheFlags) {
+  ProcessResult r = RunProcess({HYBRID_BIN, "--help"}, {}, {}, 30000);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("--preset NAME"));
+  EXPECT_THAT(r.out, HasSubstr("--micro-batches M=4"));
+}
+
 TEST(HybridLauncher, KillsEveryRankWhenOneFails) {
   ProcessResult r = RunProcess({LAUNCH_SH, "-n", "3", "--timeout", "60", "--", "sh", "-c",
                                 "if [ \"$RANK\" = 2 ]; then echo broken >&2; exit 7; fi; exec sleep 50"},

@@ -132,6 +132,21 @@ TEST(TriraceCliTest, RunRejectsBadFlagValuesAndMissingCommand) {
   EXPECT_EQ(missing.exit_code, 127);
 }
 
+TEST(TriraceCliTest, RunPassesEverythingFromTheCommandOnUntouched) {
+  FakePrefix prefix(true, true);
+  // After CMD, run's own flags, `--` and --help belong to the program.
+  auto r = RunProcess({prefix.exe(), "run", "--mode", "off", "printf", "%s|", "--mode", "x", "--", "--help"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "--mode|x|--|--help|");
+  auto last = RunProcess({prefix.exe(), "run", "--mode", "off", "--mode=schedule", "--", "env"}, {},
+                         {"TRIRACE_MODE"});
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+  EXPECT_EQ(ParseEnvOutput(last.out)["TRIRACE_MODE"], "schedule");
+  auto no_value = RunProcess({prefix.exe(), "run", "--policy"});
+  EXPECT_EQ(no_value.exit_code, 2);
+  EXPECT_THAT(no_value.err, HasSubstr("--policy needs a value"));
+}
+
 TEST(TriraceCliTest, DemoRejectsBadFlagsAndSaysWhatIsMissingOutsideABuildTree) {
   FakePrefix prefix(true, true);
   auto reps = RunProcess({prefix.exe(), "demo", "--reps", "0"});
@@ -148,7 +163,7 @@ TEST(TriraceCliTest, DemoRejectsBadFlagsAndSaysWhatIsMissingOutsideABuildTree) {
 }
 
 TEST(TriraceCliTest, HelpForEveryCommandAndUnknownCommand) {
-  for (const char* cmd : {"version", "env", "run", "demo"}) {
+  for (const char* cmd : {"version", "env", "run", "net-top", "demo"}) {
     auto r = RunProcess({TRIRACE_EXE, cmd, "--help"});
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_THAT(r.out, HasSubstr(std::string("usage: trirace ") + cmd));
@@ -156,6 +171,15 @@ TEST(TriraceCliTest, HelpForEveryCommandAndUnknownCommand) {
   auto top = RunProcess({TRIRACE_EXE, "--help"});
   EXPECT_EQ(top.exit_code, 0);
   EXPECT_THAT(top.out, HasSubstr("commands:"));
+  auto help = RunProcess({TRIRACE_EXE, "help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_EQ(help.out, top.out);
+  auto none = RunProcess({TRIRACE_EXE});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_THAT(none.err, HasSubstr("commands:"));
+  auto extra = RunProcess({TRIRACE_EXE, "version", "run"});
+  EXPECT_EQ(extra.exit_code, 2);
+  EXPECT_THAT(extra.err, HasSubstr("unexpected argument \"run\""));
   auto bad = RunProcess({TRIRACE_EXE, "frobnicate"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.err, HasSubstr("unknown command \"frobnicate\""));

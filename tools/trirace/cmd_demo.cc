@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,24 +33,6 @@ constexpr Needed kNeeded[] = {
     {"lib/libtrirace.so", "trirace_shim"},
     {"lib/libnccl-net-trirace.so", "nccl_net_trirace"},
 };
-
-void PrintHelp() {
-  std::printf(
-      "usage: trirace demo [--reps N] [--out DIR] [--loopback] [--preset P]\n\n"
-      "Runs examples/hybrid_parallel's `contention` preset (pipeline P2P and data-parallel\n"
-      "all-reduce on the same host NICs) under TRIRACE_MODE=off and the fifo, priority and\n"
-      "trirace policies, alternating run by run, and prints the median iteration time per\n"
-      "mode, the speed-up over off and the lower bound, then the paths of the traces and\n"
-      "the pictures. As root the ranks run on the network-namespace test bed (4 hosts x 2\n"
-      "ranks, shaped uplinks); otherwise on loopback, which has no contention (the figures\n"
-      "then only show the modes' overhead). Missing programs are built first when this\n"
-      "command runs from a build tree.\n\n"
-      "options:\n"
-      "  --reps N     repetitions per mode (default 2)\n"
-      "  --out DIR    output folder (default: a fresh folder under $TMPDIR or /tmp)\n"
-      "  --loopback   run on loopback even as root\n"
-      "  --preset P   another preset of bench/e2e (contention, megatron, sparse, no-contention)\n");
-}
 
 // Runs argv to completion; returns its exit status (127 when it cannot start).
 int RunAndWait(const std::vector<std::string>& args) {
@@ -107,38 +90,8 @@ bool EnsureBuilt(const fs::path& tree) {
   return true;
 }
 
-}  // namespace
-
-int DemoCommand(Args args) {
-  std::string reps = "2", out, preset = "contention";
-  bool loopback = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string arg = args[i];
-    if (IsHelp(arg)) {
-      PrintHelp();
-      return 0;
-    }
-    if (arg == "--loopback") {
-      loopback = true;
-      continue;
-    }
-    if (arg != "--reps" && arg != "--out" && arg != "--preset") {
-      std::fprintf(stderr, "trirace demo: unknown option \"%s\" (see trirace demo --help)\n", arg.c_str());
-      return kExitUsage;
-    }
-    if (i + 1 >= args.size()) {
-      std::fprintf(stderr, "trirace demo: %s needs a value\n", arg.c_str());
-      return kExitUsage;
-    }
-    const std::string value = args[++i];
-    int n = 0;
-    if (arg == "--reps" && (!absl::SimpleAtoi(value, &n) || n < 1 || n > 50)) {
-      std::fprintf(stderr, "trirace demo: --reps \"%s\": expected an integer from 1 to 50\n", value.c_str());
-      return kExitUsage;
-    }
-    (arg == "--reps" ? reps : arg == "--out" ? out : preset) = value;
-  }
-
+// Runs bench/e2e/run_e2e.sh on `preset` and returns its exit status.
+int RunDemo(const std::string& reps, const std::string& out, const std::string& preset, bool loopback) {
   const fs::path script = fs::path(TRIRACE_SOURCE_DIR) / "bench" / "e2e" / "run_e2e.sh";
   if (!fs::exists(script)) {
     std::fprintf(stderr, "trirace demo: %s is missing: the demo runs from a source checkout's build tree\n",
@@ -165,6 +118,47 @@ int DemoCommand(Args args) {
   const int rc = RunAndWait(cmd);
   if (rc != 0) std::fprintf(stderr, "trirace demo: %s exited %d\n", script.c_str(), rc);
   return rc;
+}
+
+}  // namespace
+
+Command AddDemoCommand(CLI::App& trirace) {
+  struct State {
+    std::string reps = "2", out, preset = "contention";
+    bool loopback = false;
+  };
+  auto state = std::make_shared<State>();
+  CLI::App* cmd = trirace.add_subcommand(
+      "demo", "the end-to-end speed-up: the contention preset under every mode, with pictures");
+  cmd->add_option_function<std::string>(
+         "--reps",
+         [state](const std::string& value) {
+           int n = 0;
+           if (!absl::SimpleAtoi(value, &n) || n < 1 || n > 50) {
+             RejectValue("--reps \"" + value + "\": expected an integer from 1 to 50");
+           }
+           state->reps = value;
+         },
+         "repetitions per mode, 1 to 50")
+      ->type_name("N")
+      ->default_str(state->reps);
+  cmd->add_option("--out", state->out, "output folder (default: a fresh folder under $TMPDIR or /tmp)")
+      ->type_name("DIR");
+  cmd->add_flag("--loopback", state->loopback, "run on loopback even as root");
+  cmd->add_option("--preset", state->preset,
+                  "another preset of bench/e2e (contention, megatron, sparse, no-contention)")
+      ->type_name("P")
+      ->capture_default_str();
+  cmd->footer(
+      "Runs examples/hybrid_parallel's `contention` preset (pipeline P2P and data-parallel\n"
+      "all-reduce on the same host NICs) under TRIRACE_MODE=off and the fifo, priority and\n"
+      "trirace policies, alternating run by run, and prints the median iteration time per\n"
+      "mode, the speed-up over off and the lower bound, then the paths of the traces and\n"
+      "the pictures. As root the ranks run on the network-namespace test bed (4 hosts x 2\n"
+      "ranks, shaped uplinks); otherwise on loopback, which has no contention (the figures\n"
+      "then only show the modes' overhead). Missing programs are built first when this\n"
+      "command runs from a build tree.");
+  return {cmd, [state] { return RunDemo(state->reps, state->out, state->preset, state->loopback); }};
 }
 
 }  // namespace trirace::tools

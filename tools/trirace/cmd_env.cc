@@ -7,20 +7,9 @@
 #include "common/params.h"
 
 namespace trirace::tools {
+namespace {
 
-int EnvCommand(Args args) {
-  for (const char* arg : args) {
-    if (IsHelp(arg)) {
-      std::printf(
-          "usage: trirace env\n\n"
-          "Lists every TRIRACE_* parameter with the value this environment gives it, where the\n"
-          "value came from (default or environment), the default, and what it does. A bad value\n"
-          "is reported on stderr and shown as the default that replaces it.\n");
-      return 0;
-    }
-    std::fprintf(stderr, "trirace env: unexpected argument \"%s\"\n", arg);
-    return kExitUsage;
-  }
+int ListParams() {
   const Params& params = Params::Get();
   size_t name_w = 4, value_w = 5, default_w = 7;
   for (const ParamSpec& spec : Params::Specs()) {
@@ -41,6 +30,18 @@ int EnvCommand(Args args) {
                 std::string(ParamTypeName(spec.type)).c_str(), spec.Accepted().c_str());
   }
   return 0;
+}
+
+}  // namespace
+
+Command AddEnvCommand(CLI::App& trirace) {
+  CLI::App* cmd =
+      trirace.add_subcommand("env", "list every TRIRACE_* parameter: value, source, default, description");
+  cmd->footer(
+      "Lists every TRIRACE_* parameter with the value this environment gives it, where the\n"
+      "value came from (default or environment), the default, and what it does. A bad value\n"
+      "is reported on stderr and shown as the default that replaces it.");
+  return {cmd, ListParams};
 }
 
 }  // namespace trirace::tools

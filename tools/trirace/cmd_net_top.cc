@@ -10,13 +10,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "commands.h"
 #include "trirace/occupancy.h"
 
@@ -97,41 +96,8 @@ void Sleep(double seconds) {
   }
 }
 
-}  // namespace
-
-int NetTopCommand(Args args) {
-  std::string job;
-  bool once = false;
-  double interval = 1.0;
-  for (const char* arg : args) {
-    absl::string_view a = arg;
-    if (IsHelp(a)) {
-      std::printf(
-          "usage: trirace net-top [--job=ID] [--once] [--interval=SECONDS]\n\n"
-          "Shows the network occupancy the TriRace net plugin publishes on this host\n"
-          "(shared memory /trirace-<uid>-<job>): per NIC the send and receive throughput over\n"
-          "the last interval, utilisation of the link speed, bytes and requests in flight, and\n"
-          "the share of P2P / SPARSE / DENSE / unclassified traffic. Refreshes every interval\n"
-          "(default 1 s) until interrupted; --once prints one table (two samples one interval\n"
-          "apart) and exits. The job defaults to TRIRACE_JOB_ID, else the launcher's job id,\n"
-          "else 'default'.\n");
-      return 0;
-    }
-    if (absl::ConsumePrefix(&a, "--job=")) {
-      job = std::string(a);
-    } else if (a == "--once") {
-      once = true;
-    } else if (absl::ConsumePrefix(&a, "--interval=")) {
-      if (!absl::SimpleAtod(a, &interval) || interval < 0.05 || interval > 3600) {
-        std::fprintf(stderr, "trirace net-top: --interval=%s: expected seconds in [0.05, 3600]\n",
-                     std::string(a).c_str());
-        return kExitUsage;
-      }
-    } else {
-      std::fprintf(stderr, "trirace net-top: unexpected argument \"%s\" (see --help)\n", arg);
-      return kExitUsage;
-    }
-  }
+// Shows the segment of `job` until interrupted, or one table with `once`.
+int Watch(const std::string& job, bool once, double interval) {
   char name[256];
   if (trirace_occ_segment_name(job.c_str(), name, sizeof(name)) != 0) {
     std::fprintf(stderr, "trirace net-top: --job=%s is too long\n", job.c_str());
@@ -167,6 +133,39 @@ int NetTopCommand(Args args) {
   }
   trirace_occ_close(reader);
   return rc == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+Command AddNetTopCommand(CLI::App& trirace) {
+  struct State {
+    std::string job;
+    bool once = false;
+    double interval = 1.0;
+  };
+  auto state = std::make_shared<State>();
+  CLI::App* cmd =
+      trirace.add_subcommand("net-top", "live per-NIC network occupancy published by the TriRace net plugin");
+  cmd->add_option("--job", state->job, "the job whose segment to show")->type_name("ID");
+  cmd->add_flag("--once", state->once, "print one table (two samples one interval apart) and exit");
+  cmd->add_option_function<std::string>(
+         "--interval",
+         [state](const std::string& value) {
+           if (!absl::SimpleAtod(value, &state->interval) || state->interval < 0.05 || state->interval > 3600) {
+             RejectValue("--interval=" + value + ": expected seconds in [0.05, 3600]");
+           }
+         },
+         "seconds between samples, 0.05 to 3600")
+      ->type_name("SECONDS")
+      ->default_str("1");
+  cmd->footer(
+      "Shows the network occupancy the TriRace net plugin publishes on this host\n"
+      "(shared memory /trirace-<uid>-<job>): per NIC the send and receive throughput over\n"
+      "the last interval, utilisation of the link speed, bytes and requests in flight, and\n"
+      "the share of P2P / SPARSE / DENSE / unclassified traffic. Refreshes every interval\n"
+      "until interrupted. The job defaults to TRIRACE_JOB_ID, else the launcher's job id,\n"
+      "else 'default'.");
+  return {cmd, [state] { return Watch(state->job, state->once, state->interval); }};
 }
 
 }  // namespace trirace::tools

@@ -6,10 +6,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "commands.h"
 #include "common/params.h"
@@ -18,34 +19,35 @@
 namespace trirace::tools {
 namespace {
 
-void PrintHelp() {
-  std::printf(
-      "usage: trirace run [--mode M] [--policy P] [--] CMD [ARGS...]\n\n"
-      "Runs CMD with the TriRace shim (%s) in LD_PRELOAD and, unless NCCL_NET_PLUGIN is\n"
-      "already set, NCCL_NET_PLUGIN pointing at the TriRace net plugin (%s).\n"
-      "Both are looked up next to this command, in:\n",
-      std::string(kShimLibrary).c_str(), std::string(kNetPluginLibrary).c_str());
-  for (const std::string& d : LibrarySearchDirs()) std::printf("  %s\n", d.c_str());
-  std::printf(
-      "\noptions:\n"
-      "  --mode M     sets TRIRACE_MODE (%s)\n"
-      "  --policy P   sets TRIRACE_POLICY (%s)\n"
-      "Variables already in the environment are kept unless a flag sets them.\n",
-      Params::Spec(ParamId::kMode).Accepted().c_str(), Params::Spec(ParamId::kPolicy).Accepted().c_str());
+// The help's closing text: where the libraries are looked up.
+std::string Footer() {
+  std::string text = "Runs CMD with the TriRace shim (" + std::string(kShimLibrary) +
+                     ") in LD_PRELOAD and, unless NCCL_NET_PLUGIN is\nalready set, NCCL_NET_PLUGIN "
+                     "pointing at the TriRace net plugin (" + std::string(kNetPluginLibrary) +
+                     ").\nBoth are looked up next to this command, in:\n";
+  for (const std::string& d : LibrarySearchDirs()) text += "  " + d + "\n";
+  text += "Variables already in the environment are kept unless a flag sets them. CMD and everything\n"
+          "after it go to the program untouched.";
+  return text;
 }
 
-// Validates `value` for the parameter `id` and exports it; false on error.
-bool SetParamFromFlag(ParamId id, absl::string_view flag, absl::string_view value) {
+// A flag that sets the parameter `id`: its value is checked as the
+// parameter's own and exported once the command line is read.
+void AddParamFlag(CLI::App* cmd, const char* flag, const char* value_name, ParamId id,
+                  std::vector<std::pair<ParamId, std::string>>* set) {
   const ParamSpec& spec = Params::Spec(id);
-  auto parsed = Params::Parse(spec, value);
-  if (!parsed.ok()) {
-    std::fprintf(stderr, "trirace run: %.*s \"%.*s\" is not valid: expected %s\n",
-                 static_cast<int>(flag.size()), flag.data(), static_cast<int>(value.size()), value.data(),
-                 spec.Accepted().c_str());
-    return false;
-  }
-  setenv(std::string(spec.name).c_str(), parsed->text.c_str(), 1);
-  return true;
+  cmd->add_option_function<std::string>(
+         flag,
+         [flag, id, set](const std::string& value) {
+           const ParamSpec& spec = Params::Spec(id);
+           auto parsed = Params::Parse(spec, value);
+           if (!parsed.ok()) {
+             RejectValue(std::string(flag) + " \"" + value + "\" is not valid: expected " + spec.Accepted());
+           }
+           set->emplace_back(id, parsed->text);
+         },
+         "sets " + std::string(spec.name) + " (" + spec.Accepted() + ")")
+      ->type_name(value_name);
 }
 
 // Prepends `lib` to LD_PRELOAD unless it is already listed.
@@ -62,50 +64,13 @@ void AddPreload(const std::string& lib) {
   setenv("LD_PRELOAD", value.c_str(), 1);
 }
 
-}  // namespace
-
-int RunCommand(Args args) {
-  size_t i = 0;
-  std::vector<std::pair<ParamId, std::pair<absl::string_view, absl::string_view>>> flags;
-  for (; i < args.size(); ++i) {
-    absl::string_view arg = args[i];
-    if (IsHelp(arg)) {
-      PrintHelp();
-      return 0;
-    }
-    if (arg == "--") {
-      ++i;
-      break;
-    }
-    if (!absl::StartsWith(arg, "-")) break;
-    ParamId id;
-    absl::string_view flag = arg.substr(0, arg.find('='));
-    if (flag == "--mode") {
-      id = ParamId::kMode;
-    } else if (flag == "--policy") {
-      id = ParamId::kPolicy;
-    } else {
-      std::fprintf(stderr, "trirace run: unknown option \"%s\" (see trirace run --help)\n", args[i]);
-      return kExitUsage;
-    }
-    absl::string_view value;
-    if (flag.size() < arg.size()) {
-      value = arg.substr(flag.size() + 1);
-    } else if (i + 1 < args.size()) {
-      value = args[++i];
-    } else {
-      std::fprintf(stderr, "trirace run: %.*s needs a value\n", static_cast<int>(flag.size()), flag.data());
-      return kExitUsage;
-    }
-    flags.push_back({id, {flag, value}});
-  }
-  if (i >= args.size()) {
+// Runs `command` with the shim and the net plugin; returns only on failure.
+int Exec(const std::vector<std::pair<ParamId, std::string>>& set, const std::vector<std::string>& command) {
+  if (command.empty()) {
     std::fprintf(stderr, "trirace run: no command given (usage: trirace run [options] -- CMD [ARGS...])\n");
     return kExitUsage;
   }
-  for (const auto& [id, fv] : flags) {
-    if (!SetParamFromFlag(id, fv.first, fv.second)) return kExitUsage;
-  }
+  for (const auto& [id, text] : set) setenv(std::string(Params::Spec(id).name).c_str(), text.c_str(), 1);
 
   const std::string shim = FindLibrary(kShimLibrary);
   if (shim.empty()) {
@@ -127,11 +92,30 @@ int RunCommand(Args args) {
   }
 
   std::vector<char*> argv;
-  for (size_t k = i; k < args.size(); ++k) argv.push_back(const_cast<char*>(args[k]));
+  for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
   execvp(argv[0], argv.data());
   std::fprintf(stderr, "trirace run: cannot run \"%s\": %s\n", argv[0], std::strerror(errno));
   return errno == ENOENT ? 127 : 126;
+}
+
+}  // namespace
+
+Command AddRunCommand(CLI::App& trirace) {
+  struct State {
+    std::vector<std::pair<ParamId, std::string>> set;  // parameter, value, in flag order
+    std::vector<std::string> command;
+  };
+  auto state = std::make_shared<State>();
+  CLI::App* cmd = trirace.add_subcommand("run", "run a program with the TriRace shim and net plugin loaded");
+  AddParamFlag(cmd, "--mode", "M", ParamId::kMode, &state->set);
+  AddParamFlag(cmd, "--policy", "P", ParamId::kPolicy, &state->set);
+  cmd->add_option("CMD", state->command, "the program and its arguments")->type_name("");
+  // The first argument that is not one of run's flags (or anything after
+  // `--`) starts the command: it and the rest are the program's.
+  cmd->positionals_at_end();
+  cmd->footer(Footer());
+  return {cmd, [state] { return Exec(state->set, state->command); }};
 }
 
 }  // namespace trirace::tools

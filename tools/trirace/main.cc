@@ -1,56 +1,93 @@
-// trirace: the TriRace command line.
+// trirace: the TriRace command line. CLI11 parses it: one subcommand per
+// command (commands.h), each with its flags.
 #include <cstdio>
-#include <cstring>
-#include <span>
-#include "absl/strings/string_view.h"
+#include <string>
+#include <vector>
 
+#include "CLI/CLI.hpp"
 #include "commands.h"
 
 namespace trirace::tools {
 namespace {
 
-struct Command {
-  absl::string_view name;
-  int (*run)(Args);
-  absl::string_view summary;
-};
+// The help's look: lower-case headings, "commands" for the subcommands.
+void StyleHelp(CLI::App& app) {
+  auto format = std::make_shared<CLI::Formatter>();
+  format->label("Usage", "usage");
+  format->label("OPTIONS", "options");
+  format->label("SUBCOMMAND", "command");
+  format->label("Positionals", "arguments");
+  format->column_width(26);
+  app.formatter(format);
+  // Every flag (and each subcommand's --help) in the group "options";
+  // several values of one flag: the last one counts.
+  app.option_defaults()->group("options")->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.set_help_flag("-h,--help", "print this help and exit");
+}
 
-constexpr Command kCommands[] = {
-    {"version", VersionCommand, "print the TriRace version and the NCCL headers it was built with"},
-    {"env", EnvCommand, "list every TRIRACE_* parameter: value, source, default, description"},
-    {"run", RunCommand, "run a program with the TriRace shim and net plugin loaded"},
-    {"net-top", NetTopCommand, "live per-NIC network occupancy published by the TriRace net plugin"},
-    {"demo", DemoCommand, "the end-to-end speed-up: the contention preset under every mode, with pictures"},
-};
-
-void PrintUsage(FILE* out) {
-  std::fprintf(out, "usage: trirace <command> [options]\n\ncommands:\n");
-  for (const Command& c : kCommands) {
-    std::fprintf(out, "  %-10.*s %.*s\n", static_cast<int>(c.name.size()), c.name.data(),
-                 static_cast<int>(c.summary.size()), c.summary.data());
+// What CLI11 rejected, in the words of the command's earlier parser:
+// unknown options and arguments by name, a flag without its value.
+std::string Explain(const CLI::App& where, const CLI::ParseError& e) {
+  const std::string what = e.what();
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && where.remaining_size() > 0) {
+    const std::string arg = where.remaining().front();
+    return (arg[0] == '-' ? "unknown option \"" : "unexpected argument \"") + arg + "\"";
   }
-  std::fprintf(out, "\n`trirace <command> --help` describes one command.\n");
+  // "--mode: 1 required M missing"
+  const size_t colon = what.find(": ");
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr && colon != std::string::npos &&
+      what.find(" required ", colon) != std::string::npos) {
+    return what.substr(0, colon) + " needs a value";
+  }
+  return what;
 }
 
 }  // namespace
 
-bool IsHelp(absl::string_view arg) { return arg == "-h" || arg == "--help"; }
-
 int Main(int argc, char** argv) {
-  if (argc < 2) {
-    PrintUsage(stderr);
+  CLI::App app("The TriRace command line: run programs with TriRace, inspect its settings and the "
+               "network it sees, show its speed-up.",
+               "trirace");
+  StyleHelp(app);
+  std::vector<Command> commands = {AddVersionCommand(app), AddEnvCommand(app), AddRunCommand(app),
+                                   AddNetTopCommand(app), AddDemoCommand(app)};
+  for (const Command& c : commands) {
+    c.app->group("commands");
+    c.app->set_help_flag("-h,--help", "print this help and exit");  // in the group "options"
+  }
+  CLI::App* help = app.add_subcommand("help", "")->group("");  // `trirace help`: not listed
+  app.require_subcommand(0, 1);
+  app.footer("`trirace <command> --help` describes one command.");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::printf("%s", app.help().c_str());  // the command's, when one was named
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    const std::vector<CLI::App*> named = app.get_subcommands();
+    if (named.empty()) {
+      if (app.remaining_size() > 0 && app.remaining().front()[0] != '-') {
+        std::fprintf(stderr, "trirace: unknown command \"%s\"\n\n%s", app.remaining().front().c_str(),
+                     app.help().c_str());
+      } else {
+        std::fprintf(stderr, "trirace: %s (see trirace --help)\n", Explain(app, e).c_str());
+      }
+      return kExitUsage;
+    }
+    const std::string who = "trirace " + named.front()->get_name();
+    std::fprintf(stderr, "%s: %s (see %s --help)\n", who.c_str(), Explain(*named.front(), e).c_str(),
+                 who.c_str());
     return kExitUsage;
   }
-  const absl::string_view name = argv[1];
-  if (IsHelp(name) || name == "help") {
-    PrintUsage(stdout);
+  if (help->parsed()) {  // the top-level help, not the help subcommand's
+    std::printf("%s", app.get_formatter()->make_help(&app, app.get_name(), CLI::AppFormatMode::Normal).c_str());
     return 0;
   }
-  for (const Command& c : kCommands) {
-    if (c.name == name) return c.run(Args(argv + 2, static_cast<size_t>(argc - 2)));
+  for (const Command& c : commands) {
+    if (c.app->parsed()) return c.run();
   }
-  std::fprintf(stderr, "trirace: unknown command \"%s\"\n\n", argv[1]);
-  PrintUsage(stderr);
+  std::fprintf(stderr, "%s", app.help().c_str());
   return kExitUsage;
 }
 
