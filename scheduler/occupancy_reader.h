@@ -26,10 +26,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/counter_rates.h"
 
 namespace trirace::sched {
 
@@ -76,11 +76,7 @@ class RateMeter {
   std::vector<DeviceRate> Update(const OccupancySnapshot& snap);
 
  private:
-  struct Last {
-    DeviceCounters counters;
-    int64_t time_ns = 0;
-  };
-  std::unordered_map<std::string, Last> last_;
+  CounterRates rates_;
 };
 
 }  // namespace trirace::sched

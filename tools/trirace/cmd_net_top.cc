@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -13,10 +14,12 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "commands.h"
+#include "common/counter_rates.h"
 #include "trirace/occupancy.h"
 
 namespace trirace::tools {
@@ -36,45 +39,42 @@ std::string Bytes(double v) {
   return u == 0 ? absl::StrFormat("%.0f %s", v, units[u]) : absl::StrFormat("%.1f %s", v, units[u]);
 }
 
-uint64_t Delta(uint64_t now, uint64_t before) { return now >= before ? now - before : 0; }
-
-const trirace_occ_nic_summary_t* Find(const trirace_occ_snapshot_t& s, const char* name) {
-  for (uint32_t i = 0; i < s.num_nics; ++i) {
-    if (std::strcmp(s.nics[i].name, name) == 0) return &s.nics[i];
+// The counters of one NIC, in the order PrintTable reads their rates: the
+// total sent and received, then each class's sent and received.
+std::vector<uint64_t> NicCounters(const trirace_occ_nic_summary_t& n) {
+  std::vector<uint64_t> c = {n.total.send_completed_bytes, n.total.recv_completed_bytes};
+  for (int k = 0; k < TRIRACE_OCC_NUM_CLASSES; ++k) {
+    c.push_back(n.cls[k].send_completed_bytes);
+    c.push_back(n.cls[k].recv_completed_bytes);
   }
-  return nullptr;
+  return c;
 }
 
-void PrintTable(const std::string& segment, const trirace_occ_snapshot_t& before,
-                const trirace_occ_snapshot_t& now) {
-  double dt = static_cast<double>(now.time_ns - before.time_ns) / 1e9;
-  if (dt <= 0) dt = 1e-9;
-  std::printf("occupancy %s: %u process(es), interval %.2f s\n", segment.c_str(), now.num_procs, dt);
+// One table for `now`; `rates` holds the previous sample of each NIC. A NIC
+// without a rate (new, or its counters reset) shows "-".
+void PrintTable(const std::string& segment, const trirace_occ_snapshot_t& now, double interval_s,
+                CounterRates& rates) {
+  std::printf("occupancy %s: %u process(es), interval %.2f s\n", segment.c_str(), now.num_procs, interval_s);
   std::printf("%-12s %9s %12s %12s %7s %12s %12s %9s  %s\n", "NIC", "Mbps", "send/s", "recv/s", "util",
               "inflight tx", "inflight rx", "reqs", "share P2P/SPARSE/DENSE/other");
   for (uint32_t i = 0; i < now.num_nics; ++i) {
     const trirace_occ_nic_summary_t& n = now.nics[i];
-    const trirace_occ_nic_summary_t* b = Find(before, n.name);
-    trirace_occ_nic_summary_t zero{};
-    if (b == nullptr) b = &zero;
-    double tx = Delta(n.total.send_completed_bytes, b->total.send_completed_bytes) / dt;
-    double rx = Delta(n.total.recv_completed_bytes, b->total.recv_completed_bytes) / dt;
-    double util = n.speed_mbps > 0 ? 100.0 * std::max(tx, rx) * 8 / (n.speed_mbps * 1e6) : 0;
-    uint64_t moved[TRIRACE_OCC_NUM_CLASSES];
-    uint64_t all = 0;
-    for (int c = 0; c < TRIRACE_OCC_NUM_CLASSES; ++c) {
-      moved[c] = Delta(n.cls[c].send_completed_bytes, b->cls[c].send_completed_bytes) +
-                 Delta(n.cls[c].recv_completed_bytes, b->cls[c].recv_completed_bytes);
-      all += moved[c];
+    const std::vector<double> r = rates.Update(n.name, now.time_ns, NicCounters(n));
+    std::string tx = "-", rx = "-", util = "-", share = "-";
+    if (!r.empty()) {
+      tx = Bytes(r[0]);
+      rx = Bytes(r[1]);
+      if (n.speed_mbps > 0) util = absl::StrFormat("%.1f%%", 100.0 * std::max(r[0], r[1]) * 8 / (n.speed_mbps * 1e6));
+      double moved[TRIRACE_OCC_NUM_CLASSES];
+      double all = 0;
+      for (int k = 0; k < TRIRACE_OCC_NUM_CLASSES; ++k) all += moved[k] = r[2 + 2 * k] + r[3 + 2 * k];
+      if (all > 0) {
+        auto pct = [&](int k) { return 100.0 * moved[k] / all; };
+        share = absl::StrFormat("%.0f%%/%.0f%%/%.0f%%/%.0f%%", pct(1), pct(2), pct(3), pct(0));
+      }
     }
-    std::string share = "-";
-    if (all > 0) {
-      auto pct = [&](int c) { return 100.0 * static_cast<double>(moved[c]) / static_cast<double>(all); };
-      share = absl::StrFormat("%.0f%%/%.0f%%/%.0f%%/%.0f%%", pct(1), pct(2), pct(3), pct(0));
-    }
-    std::printf("%-12s %9u %12s %12s %6.1f%% %12s %12s %9s  %s\n", n.name, n.speed_mbps,
-                Bytes(tx).c_str(), Bytes(rx).c_str(), util, Bytes(n.total.send_inflight_bytes).c_str(),
-                Bytes(n.total.recv_inflight_bytes).c_str(),
+    std::printf("%-12s %9u %12s %12s %7s %12s %12s %9s  %s\n", n.name, n.speed_mbps, tx.c_str(), rx.c_str(),
+                util.c_str(), Bytes(n.total.send_inflight_bytes).c_str(), Bytes(n.total.recv_inflight_bytes).c_str(),
                 absl::StrFormat("%u/%u", static_cast<unsigned>(n.total.send_inflight_reqs),
                                 static_cast<unsigned>(n.total.recv_inflight_reqs)).c_str(),
                 share.c_str());
@@ -121,15 +121,18 @@ int Watch(const std::string& job, bool once, double interval) {
     return 1;
   }
   const bool tty = isatty(STDOUT_FILENO);
-  trirace_occ_snapshot_t before, now;
-  rc = Read(reader, &before, segment);
+  trirace_occ_snapshot_t now;
+  CounterRates rates;
+  rc = Read(reader, &now, segment);
+  for (uint32_t i = 0; rc == 0 && i < now.num_nics; ++i) rates.Update(now.nics[i].name, now.time_ns, NicCounters(now.nics[i]));
+  int64_t before_ns = now.time_ns;
   while (rc == 0 && !g_stop.load()) {
     Sleep(interval);
     if ((rc = Read(reader, &now, segment)) != 0) break;
     if (tty && !once) std::printf("\033[H\033[2J");
-    PrintTable(segment, before, now);
+    PrintTable(segment, now, static_cast<double>(now.time_ns - before_ns) / 1e9, rates);
     if (once) break;
-    before = now;
+    before_ns = now.time_ns;
   }
   trirace_occ_close(reader);
   return rc == 0 ? 0 : 1;
