@@ -1,6 +1,7 @@
-// User groups (ncclGroupStart/End) under the gated launch: a per-thread
-// state machine that decides the group's kind from its first op, issues
-// every op at call time, and turns the outermost GroupEnd into one ticket.
+// User groups (ncclGroupStart/End) under the gated launch: the group's
+// gating is decided by its first op (UserGroup::gating), every op is issued
+// at call time, and the outermost GroupEnd turns the taken records into
+// one ticket.
 #include <utility>
 
 #include "common/clock.h"
@@ -8,81 +9,77 @@
 
 namespace trirace::interpose {
 
-struct GatedLauncher::Group {
-  enum class Kind { kNone, kPassthrough, kGated, kP2P };
-  Kind kind = Kind::kNone;
-  CommLane* lane = nullptr;
-  CommState* state = nullptr;
-  std::vector<device::StreamHandle> streams;  // user streams involved, once each
-  std::vector<TraceRecord> records;           // taken records, in call order
+// The records a closed group's ops left to the launcher, moved out of the
+// group, with what its one scheduler task needs.
+struct GatedLauncher::TakenGroup {
+  std::vector<TraceRecord> records;           // in call order
+  std::vector<device::StreamHandle> streams;  // the callers' streams, once each
+  CommState* state = nullptr;                 // the first op's comm
+  TraceRecord first;                          // the first op's record: tag and comm for the task
   TrafficClass traffic_class = TrafficClass::kDense;
   uint64_t bytes = 0;
-  TraceRecord first;  // the first op's record: tag and comm for the task
 
-  void AddStream(cudaStream_t s) {
-    for (device::StreamHandle x : streams) {
-      if (x == s) return;
+  explicit TakenGroup(UserGroup& g) {
+    for (GroupOp& op : g.ops()) {
+      if (!op.taken) continue;
+      const auto op_class = static_cast<TrafficClass>(op.record.op_class);
+      if (records.empty()) {
+        state = op.state;
+        first = op.record;
+        traffic_class = op_class;
+      }
+      traffic_class = MoreUrgent(traffic_class, op_class);
+      bytes += op.record.bytes;
+      bool known = false;
+      for (device::StreamHandle s : streams) known = known || s == op.stream;
+      if (!known) streams.push_back(op.stream);
+      records.push_back(std::move(op.record));
     }
-    streams.push_back(s);
   }
 };
 
-namespace {
-thread_local GatedLauncher::Group t_group_state;  // the calling thread's outermost user group
-}  // namespace
-
 ncclResult_t GatedLauncher::LaunchInGroup(const Op& op, OpRecording* rec) {
-  Group& g = t_group_state;
-  if (g.kind == Group::Kind::kNone) {
-    g.kind = Group::Kind::kPassthrough;
+  UserGroup& g = *op.group;
+  if (g.gating == GroupGating::kUndecided) {
+    g.gating = GroupGating::kPassthrough;
     if (CanGate(op)) {
       if (IsPointToPoint(op.func)) {
-        g.kind = Group::Kind::kP2P;
+        g.gating = GroupGating::kP2P;
       } else if ((g.lane = LaneFor(op.state)) != nullptr) {
-        g.kind = Group::Kind::kGated;
+        g.gating = GroupGating::kGated;
       }
     }
-    g.state = op.state;
-    g.first = *rec->record;
-    g.traffic_class = static_cast<TrafficClass>(rec->record->op_class);
   }
-  if (g.kind == Group::Kind::kPassthrough) {
+  if (g.gating == GroupGating::kPassthrough) {
     passthrough_.fetch_add(1, std::memory_order_relaxed);
     return CallReal(real_, op);
   }
   Op issued = op;
-  if (g.kind == Group::Kind::kGated && CanGate(op) && op.state->device == g.lane->device()) {
+  if (g.gating == GroupGating::kGated && CanGate(op) && op.state->device == g.lane->device()) {
     issued.stream = static_cast<cudaStream_t>(g.lane->stream());
   }
   const ncclResult_t r = CallReal(real_, issued);
-  rec->taken = true;
+  rec->taken = true;  // the shim adds it to the group; GroupEnd ends it
   sink_->RecordStarted();
-  g.records.push_back(*rec->record);
-  g.records.back().result = r;
-  g.AddStream(op.stream);
-  g.bytes += op.bytes;
-  g.traffic_class = MoreUrgent(g.traffic_class, static_cast<TrafficClass>(rec->record->op_class));
   return r;
 }
 
-ncclResult_t GatedLauncher::GroupStart(int depth_after) {
-  if (real_.GroupStart == nullptr) return ncclInvalidUsage;
-  const ncclResult_t r = real_.GroupStart();
-  if (r == ncclSuccess && depth_after == 1) t_group_state = Group();
-  return r;
+ncclResult_t GatedLauncher::GroupStart() {
+  return real_.GroupStart != nullptr ? real_.GroupStart() : ncclInvalidUsage;
 }
 
-ncclResult_t GatedLauncher::GroupEnd(int depth_after) {
+ncclResult_t GatedLauncher::GroupEnd(UserGroup& g) {
   if (real_.GroupEnd == nullptr) return ncclInvalidUsage;
-  if (depth_after > 0 || t_group_state.kind == Group::Kind::kNone) return real_.GroupEnd();
-  Group g = std::move(t_group_state);
-  t_group_state = Group();
-  switch (g.kind) {
-    case Group::Kind::kGated:
-      return EndGatedGroup(g);
-    case Group::Kind::kP2P: {
+  if (g.depth() > 0) return real_.GroupEnd();
+  switch (g.gating) {
+    case GroupGating::kGated: {
+      TakenGroup taken(g);
+      return EndGatedGroup(taken, *g.lane);
+    }
+    case GroupGating::kP2P: {
       const ncclResult_t r = real_.GroupEnd();
-      EndUngatedGroup(g);
+      TakenGroup taken(g);
+      EndUngatedGroup(taken);
       return r;
     }
     default:
@@ -90,23 +87,21 @@ ncclResult_t GatedLauncher::GroupEnd(int depth_after) {
   }
 }
 
-ncclResult_t GatedLauncher::GroupSimulateEnd(ncclSimInfo_t* info, int depth_after) {
+ncclResult_t GatedLauncher::GroupSimulateEnd(ncclSimInfo_t* info, UserGroup& g) {
   if (real_.GroupSimulateEnd == nullptr) return ncclInvalidUsage;
   const ncclResult_t r = real_.GroupSimulateEnd(info);
-  if (depth_after > 0) return r;
-  Group g = std::move(t_group_state);
-  t_group_state = Group();
+  if (g.depth() > 0) return r;
   // Nothing was launched: the taken records end now.
-  for (TraceRecord& rec : g.records) {
-    rec.end_ns = MonotonicNs();
-    rec.completion = CompletionSource::kReturn;
-    sink_->RecordFinished(rec, g.state);
+  for (GroupOp& op : g.ops()) {
+    if (!op.taken) continue;
+    op.record.end_ns = MonotonicNs();
+    op.record.completion = CompletionSource::kReturn;
+    sink_->RecordFinished(op.record, op.state);
   }
   return r;
 }
 
-ncclResult_t GatedLauncher::EndGatedGroup(Group& g) {
-  CommLane& lane = *g.lane;
+ncclResult_t GatedLauncher::EndGatedGroup(TakenGroup& g, CommLane& lane) {
   std::lock_guard<std::mutex> lock(lane.mu);
   bool ordered = !failed();
   for (device::StreamHandle s : g.streams) {
@@ -137,7 +132,7 @@ ncclResult_t GatedLauncher::EndGatedGroup(Group& g) {
   return r;
 }
 
-void GatedLauncher::EndUngatedGroup(Group& g) {
+void GatedLauncher::EndUngatedGroup(TakenGroup& g) {
   GateTicket* t = NewTicket(nullptr, g.state);
   t->records = std::move(g.records);
   t->streams_left.store(static_cast<int>(g.streams.size()), std::memory_order_relaxed);

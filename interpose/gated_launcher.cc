@@ -185,7 +185,7 @@ void GatedLauncher::TicketDone(GateTicket* t) {
 }
 
 ncclResult_t GatedLauncher::Launch(const Op& op, OpRecording* rec) {
-  if (op.group_id != 0) return LaunchInGroup(op, rec);
+  if (op.group != nullptr) return LaunchInGroup(op, rec);
   if (!CanGate(op)) {
     passthrough_.fetch_add(1, std::memory_order_relaxed);
     return CallReal(real_, op);

@@ -18,7 +18,8 @@
 //
 // A user group (ncclGroupStart/End) is issued as one ticket. The real
 // GroupStart and every op go to the real NCCL at call time (so each call
-// returns its real result); the first op decides the group's kind:
+// returns its real result); the first op decides the group's kind
+// (UserGroup::gating, kept in the thread's group, user_group.h):
 //   - collective first: every op of the group is issued on that comm's D
 //     (NCCL queues grouped ops until GroupEnd, so the stream work is still
 //     ahead). At the outermost GroupEnd: E_in of every user stream involved
@@ -51,8 +52,8 @@
 // gated_launch_chunked.cc, gated_launch_group.cc; gate_ticket.h (the
 // ticket), comm_lane.h (per-comm stream and gates), gate_watchdog.h.
 //
-// Thread safety: Launch/Group* from any application threads (per-thread
-// group state is thread-local; per-comm state in CommLane); OpenGate from
+// Thread safety: Launch/Group* from any application threads (the group is
+// the calling thread's own; per-comm state in CommLane); OpenGate from
 // engine threads; completion callbacks from stream threads.
 #ifndef TRIRACE_INTERPOSE_GATED_LAUNCHER_H_
 #define TRIRACE_INTERPOSE_GATED_LAUNCHER_H_
@@ -103,9 +104,9 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   ~GatedLauncher() override;
 
   ncclResult_t Launch(const Op& op, OpRecording* recording) override;
-  ncclResult_t GroupStart(int depth_after) override;
-  ncclResult_t GroupEnd(int depth_after) override;
-  ncclResult_t GroupSimulateEnd(ncclSimInfo_t* info, int depth_after) override;
+  ncclResult_t GroupStart() override;
+  ncclResult_t GroupEnd(UserGroup& group) override;
+  ncclResult_t GroupSimulateEnd(ncclSimInfo_t* info, UserGroup& group) override;
   bool gated() const override { return true; }
   absl::string_view name() const override { return "gated"; }
   void BeginIteration(int64_t iteration) override;
@@ -122,10 +123,10 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   void TicketDone(GateTicket* ticket);
   sched::Engine& engine() { return *engine_; }
 
- // Thread-local state of the calling thread's user group (gated_launch_group.cc).
-  struct Group;
-
  private:
+  // The taken records of a closed user group (gated_launch_group.cc).
+  struct TakenGroup;
+
   GatedLauncher(const RealNccl& real, RecordSink* sink, device::Device& dev);
 
   // Whether `op` may be gated; false: passthrough.
@@ -138,8 +139,8 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   ncclResult_t LaunchUngatedP2P(const Op& op, const TraceRecord& base);
   // An op inside a user group, and the group's end (gated_launch_group.cc).
   ncclResult_t LaunchInGroup(const Op& op, OpRecording* recording);
-  ncclResult_t EndGatedGroup(Group& g);
-  void EndUngatedGroup(Group& g);
+  ncclResult_t EndGatedGroup(TakenGroup& g, CommLane& lane);
+  void EndUngatedGroup(TakenGroup& g);
 
   GateTicket* NewTicket(CommLane* lane, CommState* state);
   sched::TaskSpec SpecFor(const TraceRecord& base, uint64_t bytes, const CommLane* lane) const;

@@ -23,8 +23,9 @@
 //
 // Thread safety: Launch/GroupStart/GroupEnd are called concurrently from
 // every application thread; an implementation keeps per-comm state in
-// CommState (reached through Op::state) and per-thread group state in
-// thread-locals, with no process-wide lock on the hot path.
+// CommState (reached through Op::state) and reads the thread's group
+// (user_group.h) through Op::group and the Group* calls, with no
+// process-wide lock on the hot path.
 #ifndef TRIRACE_INTERPOSE_LAUNCHER_H_
 #define TRIRACE_INTERPOSE_LAUNCHER_H_
 
@@ -32,6 +33,7 @@
 #include "interpose/op.h"
 #include "interpose/real_nccl.h"
 #include "interpose/trace_record.h"
+#include "interpose/user_group.h"
 #include "nccl.h"
 
 namespace trirace::interpose {
@@ -61,12 +63,18 @@ class Launcher {
   // Issues `op`; the result is the real library's, unchanged. `recording`
   // is never null (see the header comment).
   virtual ncclResult_t Launch(const Op& op, OpRecording* recording) = 0;
-  // ncclGroupStart / ncclGroupEnd of the calling thread. `depth_after` is
-  // the thread's group nesting once the call is done (0: outermost end).
-  virtual ncclResult_t GroupStart(int depth_after) = 0;
-  virtual ncclResult_t GroupEnd(int depth_after) = 0;
-  // ncclGroupSimulateEnd: ends the group like GroupEnd without running it.
-  virtual ncclResult_t GroupSimulateEnd(ncclSimInfo_t* info, int depth_after) = 0;
+  // ncclGroupStart of the calling thread (the shim enters the thread's
+  // UserGroup once it succeeded).
+  virtual ncclResult_t GroupStart() = 0;
+  // ncclGroupEnd of the calling thread; the shim has left one level of
+  // `group` before the call. group.depth() == 0 with ops in it: this end
+  // closes the group, and the launcher ends the records it took in it (or
+  // hands them on to be ended at their completion). The shim finishes the
+  // other records afterwards and resets the group.
+  virtual ncclResult_t GroupEnd(UserGroup& group) = 0;
+  // ncclGroupSimulateEnd: ends the level like GroupEnd without running the
+  // group; taken records end at once.
+  virtual ncclResult_t GroupSimulateEnd(ncclSimInfo_t* info, UserGroup& group) = 0;
 
   // True when this launcher controls when ops run (schedule mode).
   virtual bool gated() const = 0;
@@ -84,11 +92,13 @@ class ObserveLauncher final : public Launcher {
   explicit ObserveLauncher(const RealNccl& real) : real_(real) {}
 
   ncclResult_t Launch(const Op& op, OpRecording*) override { return CallReal(real_, op); }
-  ncclResult_t GroupStart(int) override {
+  ncclResult_t GroupStart() override {
     return real_.GroupStart != nullptr ? real_.GroupStart() : ncclInvalidUsage;
   }
-  ncclResult_t GroupEnd(int) override { return real_.GroupEnd != nullptr ? real_.GroupEnd() : ncclInvalidUsage; }
-  ncclResult_t GroupSimulateEnd(ncclSimInfo_t* info, int) override {
+  ncclResult_t GroupEnd(UserGroup&) override {
+    return real_.GroupEnd != nullptr ? real_.GroupEnd() : ncclInvalidUsage;
+  }
+  ncclResult_t GroupSimulateEnd(ncclSimInfo_t* info, UserGroup&) override {
     return real_.GroupSimulateEnd != nullptr ? real_.GroupSimulateEnd(info) : ncclInvalidUsage;
   }
   bool gated() const override { return false; }

@@ -1,8 +1,11 @@
 #include "interpose/op.h"
 
 #include "interpose/nccl_api.h"
+#include "interpose/user_group.h"
 
 namespace trirace::interpose {
+
+uint64_t Op::group_id() const { return group != nullptr ? group->id() : 0; }
 
 // Both from TRIRACE_NCCL_OP_API: one case per communication call.
 bool HasReal(const RealNccl& real, NcclFunc func) {

@@ -25,6 +25,7 @@
 namespace trirace::interpose {
 
 struct CommState;
+class UserGroup;
 
 struct Op {
   NcclFunc func = NcclFunc::kAllReduce;
@@ -44,9 +45,12 @@ struct Op {
   size_t bytes = 0;                      // count x element size
   CommState* state = nullptr;            // nullptr: comm unknown to the registry
   trirace_tag_t tag = TRIRACE_TAG_INIT;  // innermost tag of the calling thread
-  uint64_t group_id = 0;                 // 0: outside ncclGroupStart/End
+  UserGroup* group = nullptr;            // the thread's open group; nullptr outside one
   uint64_t seq = 0;                      // issue order on its comm, from 0
   int64_t call_ns = 0;                   // MonotonicNs() when the call arrived
+
+  // The id of the group the op belongs to; 0 outside ncclGroupStart/End.
+  uint64_t group_id() const;
 };
 
 // Issues `op` through the real library with exactly the arguments it holds.

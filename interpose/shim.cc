@@ -15,6 +15,7 @@
 #include "interpose/gated_launcher.h"
 #include "interpose/nccl_api.h"
 #include "interpose/summary.h"
+#include "interpose/user_group.h"
 
 namespace trirace::interpose {
 
@@ -30,17 +31,8 @@ struct PendingOp {
 namespace {
 
 std::atomic<Shim*> g_shim{nullptr};
-std::mutex g_init_mutex;
+ABSL_CONST_INIT absl::Mutex g_init_mutex(absl::kConstInit);  // serialises Create()
 thread_local Shim* t_initializing = nullptr;
-
-// The calling thread's group (ncclGroupStart/End) state.
-thread_local int t_group_depth = 0;
-thread_local uint64_t t_group_id = 0;
-struct GroupPending {
-  PendingOp* op;
-  cudaStream_t stream;
-};
-thread_local std::vector<GroupPending> t_group_pending;
 
 void AtExit() {
   if (Shim* s = g_shim.load(std::memory_order_acquire)) s->Shutdown();
@@ -60,7 +52,7 @@ Shim& Shim::Get() {
 }
 
 Shim* Shim::Create() {
-  std::lock_guard<std::mutex> lock(g_init_mutex);
+  absl::MutexLock lock(&g_init_mutex);
   if (Shim* s = g_shim.load(std::memory_order_acquire)) return s;
   Shim* s = new Shim();  // lives for the process: exit hooks and stream callbacks use it
   t_initializing = s;
@@ -153,7 +145,7 @@ void Shim::Initialize() {
 ncclResult_t Shim::Unavailable(const char* function) {
   bool first = false;
   {
-    std::lock_guard<std::mutex> lock(warned_mutex_);
+    absl::MutexLock lock(&warned_mutex_);
     first = warned_unavailable_.emplace(function, true).second;
   }
   if (real_ == nullptr) {
@@ -181,7 +173,8 @@ ncclResult_t Shim::IssueOp(Op& op) {
   ReentryGuard guard;
   op.state = registry_.Find(op.comm);
   op.tag = CurrentTag();
-  op.group_id = t_group_depth > 0 ? t_group_id : 0;
+  UserGroup& group = ThisThreadGroup();
+  op.group = group.depth() > 0 ? &group : nullptr;
   op.bytes = op.count * DataTypeSize(op.datatype);
   if (op.state != nullptr) op.seq = op.state->next_seq.fetch_add(1, std::memory_order_relaxed);
   op.call_ns = MonotonicNs();
@@ -200,7 +193,7 @@ ncclResult_t Shim::IssueOp(Op& op) {
   r.count = op.count;
   r.bytes = op.bytes;
   r.seq = op.seq;
-  r.group_id = op.group_id;
+  r.group_id = op.group_id();
   r.start_ns = op.call_ns;
   r.tag = op.tag;
 
@@ -208,22 +201,18 @@ ncclResult_t Shim::IssueOp(Op& op) {
   const ncclResult_t result = launcher_->Launch(op, &recording);
   r.result = result;
   if (op.state != nullptr) CountOp(op.state->stats, op.func, op_class, op.bytes);
+  const bool tracked = device_ != nullptr && result == ncclSuccess;
+  if (op.group != nullptr && (recording.taken || tracked)) {
+    // Grouped ops reach their streams at the outermost ncclGroupEnd, which
+    // finishes or tracks their records (EndGroup).
+    if (!recording.taken) in_flight_.fetch_add(1, std::memory_order_relaxed);
+    op.group->Add({r, op.state, op.stream, recording.taken});
+    return result;
+  }
   if (recording.taken) return result;  // the launcher finishes it at the op's completion
-
-  if (device_ != nullptr && result == ncclSuccess) {
-    r.completion = CompletionSource::kStream;
-    auto* pending = new (std::nothrow) PendingOp{r, op.state, this};
-    if (pending == nullptr) {
-      Disable("out of memory for an op record");
-      return result;
-    }
+  if (tracked) {
     in_flight_.fetch_add(1, std::memory_order_relaxed);
-    if (t_group_depth > 0) {
-      // Grouped ops reach their stream at the outermost ncclGroupEnd.
-      t_group_pending.push_back({pending, op.stream});
-    } else {
-      TrackCompletion(pending, op.stream);
-    }
+    TrackCompletion(r, op.state, op.stream);
     return result;
   }
   r.end_ns = MonotonicNs();
@@ -231,10 +220,18 @@ ncclResult_t Shim::IssueOp(Op& op) {
   return result;
 }
 
-void Shim::TrackCompletion(PendingOp* pending, cudaStream_t stream) {
+void Shim::TrackCompletion(const TraceRecord& record, CommState* state, cudaStream_t stream) {
+  auto* pending = new (std::nothrow) PendingOp{record, state, this};
+  if (pending == nullptr) {
+    Disable("out of memory for an op record");
+    in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
+  pending->record.completion = CompletionSource::kStream;
   // A host function queued on a stream under graph capture would become a
   // node of the graph: run at every replay (with a freed record), or never.
-  const absl::StatusOr<bool> capturing = device_->IsCapturing(stream);
+  const absl::StatusOr<bool> capturing =
+      device_ != nullptr ? device_->IsCapturing(stream) : absl::StatusOr<bool>(true);
   if (!capturing.ok() || *capturing || !device_->LaunchHostFunc(stream, &Shim::OnStreamDone, pending).ok()) {
     pending->record.completion = CompletionSource::kReturn;
     OnStreamDone(pending);
@@ -262,50 +259,48 @@ void Shim::FinishOp(TraceRecord& record, CommState* state) {
 
 ncclResult_t Shim::GroupStart() {
   ReentryGuard guard;
-  const ncclResult_t r = launcher_->GroupStart(t_group_depth + 1);
+  const ncclResult_t r = launcher_->GroupStart();
   if (r == ncclSuccess) {
-    if (t_group_depth == 0) t_group_id = next_group_id_.fetch_add(1, std::memory_order_relaxed) + 1;
-    ++t_group_depth;
+    UserGroup& group = ThisThreadGroup();
+    group.Enter(group.depth() == 0 ? next_group_id_.fetch_add(1, std::memory_order_relaxed) + 1 : group.id());
   }
   return r;
 }
 
 ncclResult_t Shim::GroupEnd() {
   ReentryGuard guard;
-  const ncclResult_t r = launcher_->GroupEnd(t_group_depth > 0 ? t_group_depth - 1 : 0);
-  EndGroupLevel(r == ncclSuccess);
+  UserGroup& group = ThisThreadGroup();
+  const bool closed = group.Leave();
+  const ncclResult_t r = launcher_->GroupEnd(group);
+  if (closed) EndGroup(group, /*launched=*/r == ncclSuccess);
   return r;
 }
 
 ncclResult_t Shim::GroupSimulateEnd(ncclSimInfo_t* info) {
   ReentryGuard guard;
-  const ncclResult_t r = launcher_->GroupSimulateEnd(info, t_group_depth > 0 ? t_group_depth - 1 : 0);
-  EndGroupLevel(/*launched=*/false);
+  UserGroup& group = ThisThreadGroup();
+  const bool closed = group.Leave();
+  const ncclResult_t r = launcher_->GroupSimulateEnd(info, group);
+  if (closed) EndGroup(group, /*launched=*/false);
   return r;
 }
 
-void Shim::EndGroupLevel(bool launched) {
-  if (t_group_depth > 0) --t_group_depth;
-  if (t_group_depth > 0 || t_group_pending.empty()) return;
-  for (const GroupPending& g : t_group_pending) {
+void Shim::EndGroup(UserGroup& group, bool launched) {
+  for (GroupOp& op : group.ops()) {
+    if (op.taken) continue;  // the launcher finished or will finish it
     if (launched) {
-      TrackCompletion(g.op, g.stream);
+      TrackCompletion(op.record, op.state, op.stream);
     } else {
-      g.op->record.completion = CompletionSource::kReturn;
-      OnStreamDone(g.op);
+      op.record.end_ns = MonotonicNs();
+      op.record.completion = CompletionSource::kReturn;
+      RecordFinished(op.record, op.state);
     }
   }
-  t_group_pending.clear();
+  group.Reset();
 }
 
 void Shim::OnCommCreated(const NewComm& c, int64_t start_ns, ncclResult_t result) {
-  TraceRecord r;
-  r.kind = RecordKind::kCommEvent;
-  r.comm_call = c.call;
-  r.result = result;
-  r.thread_id = ThreadId();
-  r.start_ns = start_ns;
-  r.end_ns = MonotonicNs();
+  const CommState* registered_state = nullptr;
   if ((result == ncclSuccess || result == ncclInProgress) && c.comm != nullptr) {
     auto state = std::make_unique<CommState>();
     state->comm = c.comm;
@@ -318,8 +313,8 @@ void Shim::OnCommCreated(const NewComm& c, int64_t start_ns, ncclResult_t result
     state->nonblocking = c.nonblocking;
     auto registered = registry_.Register(std::move(state));
     if (registered.ok()) {
-      r.comm_index = (*registered)->index;
-      TRIRACE_INFO(INTERPOSE, "comm %d id %s: rank %d of %d, device %d, from %s%s%s", r.comm_index,
+      registered_state = *registered;
+      TRIRACE_INFO(INTERPOSE, "comm %d id %s: rank %d of %d, device %d, from %s%s%s", registered_state->index,
                    CommIdHex(c.id), c.rank, c.nranks, c.device, CommCallName(c.call),
                    c.parent_id != 0 ? " of " : "", c.parent_id != 0 ? CommIdHex(c.parent_id) : "");
     } else {
@@ -327,13 +322,13 @@ void Shim::OnCommCreated(const NewComm& c, int64_t start_ns, ncclResult_t result
                         registered.status().message());
     }
   }
-  if (trace_ != nullptr) trace_->Record(r);
+  RecordCommEvent(c.call, registered_state, start_ns, result);
 }
 
 CommState* Shim::OnCommRemoving(ncclComm_t comm) {
   CommState* s = registry_.Remove(comm);
   if (s != nullptr) return s;
-  std::lock_guard<std::mutex> lock(finalized_mutex_);
+  absl::MutexLock lock(&finalized_mutex_);
   auto it = finalized_.find(comm);
   if (it == finalized_.end()) return nullptr;
   s = it->second;
@@ -343,18 +338,10 @@ CommState* Shim::OnCommRemoving(ncclComm_t comm) {
 
 void Shim::OnCommRemoved(CommCall call, CommState* state, int64_t start_ns, ncclResult_t result) {
   if (call == CommCall::kFinalize && state != nullptr) {
-    std::lock_guard<std::mutex> lock(finalized_mutex_);
+    absl::MutexLock lock(&finalized_mutex_);
     finalized_[state->comm] = state;
   }
-  TraceRecord r;
-  r.kind = RecordKind::kCommEvent;
-  r.comm_call = call;
-  r.result = result;
-  r.thread_id = ThreadId();
-  r.comm_index = state != nullptr ? state->index : 0;
-  r.start_ns = start_ns;
-  r.end_ns = MonotonicNs();
-  if (trace_ != nullptr) trace_->Record(r);
+  RecordCommEvent(call, state, start_ns, result);
   if (state != nullptr && registry_.live() == 0) {
     LogSummaries(registry_, /*include_live=*/false);
     if (trace_ != nullptr) trace_->Wake();
@@ -362,7 +349,11 @@ void Shim::OnCommRemoved(CommCall call, CommState* state, int64_t start_ns, nccl
 }
 
 void Shim::OnCommCall(CommCall call, ncclComm_t comm, int64_t start_ns, ncclResult_t result) {
-  CommState* state = registry_.Find(comm);
+  RecordCommEvent(call, registry_.Find(comm), start_ns, result);
+}
+
+void Shim::RecordCommEvent(CommCall call, const CommState* state, int64_t start_ns, ncclResult_t result) {
+  if (trace_ == nullptr) return;
   TraceRecord r;
   r.kind = RecordKind::kCommEvent;
   r.comm_call = call;
@@ -371,7 +362,7 @@ void Shim::OnCommCall(CommCall call, ncclComm_t comm, int64_t start_ns, ncclResu
   r.comm_index = state != nullptr ? state->index : 0;
   r.start_ns = start_ns;
   r.end_ns = MonotonicNs();
-  if (trace_ != nullptr) trace_->Record(r);
+  trace_->Record(r);
 }
 
 bool Shim::SetCommRole(ncclComm_t comm, int role) {

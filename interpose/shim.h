@@ -20,10 +20,10 @@
 // What it owns, once for the process:
 //   - the device backend (device::SelectDevice: hostccl's host streams or
 //     CUDA), opened when the mode is not off; the gated launcher borrows it;
-//   - the calling thread's user-group state: nesting depth and group id
-//     (thread-locals in shim.cc). Launchers are told the depth after each
-//     Group* call and see the id in Op::group_id; they keep no depth of
-//     their own;
+//   - the calling thread's user group (user_group.h): the shim enters and
+//     leaves its levels, hands it to the launcher in Op::group and at each
+//     Group* end, and finishes the grouped records the launcher did not
+//     take; launchers keep no group state of their own;
 //   - the completion of every op record the launcher does not take
 //     (OpRecording): a host function queued on the op's stream after it
 //     (at the outermost ncclGroupEnd for grouped ops) ends the record at
@@ -37,7 +37,9 @@
 // Thread safety: every method may be called from any thread. The op path
 // takes no lock: the registry lookup is lock-free, the tag and group state
 // are thread-local, statistics are relaxed atomics and the trace buffer is
-// a lock-free queue.
+// a lock-free queue. Creation is serialised by a process-wide mutex; two
+// small mutexes guard the comms finalized but not yet destroyed and the set
+// of missing functions already warned about (both off the op path).
 #ifndef TRIRACE_INTERPOSE_SHIM_H_
 #define TRIRACE_INTERPOSE_SHIM_H_
 
@@ -45,9 +47,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "interpose/comm_registry.h"
 #include "interpose/device/device.h"
 #include "interpose/launcher.h"
@@ -56,6 +59,7 @@
 #include "interpose/trace_record.h"
 #include "common/params.h"
 #include "interpose/trace_writer.h"
+#include "interpose/user_group.h"
 #include "nccl.h"
 
 namespace trirace::interpose {
@@ -145,10 +149,15 @@ class Shim final : private RecordSink {
   void RecordStarted() override { in_flight_.fetch_add(1, std::memory_order_relaxed); }
   void RecordFinished(TraceRecord& record, CommState* state) override;
   static void OnStreamDone(void* pending);
-  void TrackCompletion(struct PendingOp* pending, cudaStream_t stream);
-  // Ends the calling thread's group level; `launched` tells whether the
-  // grouped ops reached their streams.
-  void EndGroupLevel(bool launched);
+  // Ends `record` at the op's completion on `stream` (a host function), or
+  // now where that cannot be tracked. The record counts as in flight.
+  void TrackCompletion(const TraceRecord& record, CommState* state, cudaStream_t stream);
+  // The outermost level of `group` closed: finishes the records the
+  // launcher did not take (tracked when the group `launched`, else ended
+  // now) and resets the group.
+  void EndGroup(UserGroup& group, bool launched);
+  // A comm lifecycle record (init, finalize, destroy, ...) in the trace.
+  void RecordCommEvent(CommCall call, const CommState* state, int64_t start_ns, ncclResult_t result);
 
   std::unique_ptr<RealNccl> real_;
   std::string resolve_error_;
@@ -167,10 +176,12 @@ class Shim final : private RecordSink {
   std::atomic<uint64_t> init_all_count_{0};
   std::atomic<bool> shut_down_{false};
 
-  std::mutex finalized_mutex_;  // comms finalized but not yet destroyed
-  std::map<ncclComm_t, CommState*> finalized_;
-  std::mutex warned_mutex_;
-  std::map<std::string, bool> warned_unavailable_;
+  absl::Mutex finalized_mutex_;
+  // Comms finalized but not yet destroyed.
+  std::map<ncclComm_t, CommState*> finalized_ ABSL_GUARDED_BY(finalized_mutex_);
+  absl::Mutex warned_mutex_;
+  // Functions the real library lacks, warned about once each.
+  std::map<std::string, bool> warned_unavailable_ ABSL_GUARDED_BY(warned_mutex_);
 };
 
 }  // namespace trirace::interpose

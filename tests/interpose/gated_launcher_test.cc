@@ -49,6 +49,7 @@
 #include "interpose/forward.h"
 #include "interpose/gated_launcher.h"
 #include "interpose/launcher.h"
+#include "interpose/user_group.h"
 #include "nccl_adapter/nccl_types.h"
 #include "scheduler/chunk_planner.h"
 
@@ -498,7 +499,7 @@ class GatingOverFakeDevice : public ::testing::TestWithParam<const char*> {
     Op op = MakeOp(a.func, SendBuf(a), RecvBuf(a), a.count, ncclFloat32, ncclSum, 0, state->comm,
                    static_cast<cudaStream_t>(user_streams_[a.stream]));
     op.state = state;
-    op.group_id = group;
+    op.group = group != 0 ? &group_ : nullptr;
     op.bytes = a.count * DataTypeSize(ncclFloat32);
     op.seq = a.seq = state->next_seq.fetch_add(1);
     op.call_ns = MonotonicNs();
@@ -526,6 +527,21 @@ class GatingOverFakeDevice : public ::testing::TestWithParam<const char*> {
     OpRecording recording{&r, false};
     a.returned = launcher_->Launch(op, &recording);
     a.taken = recording.taken;
+    r.result = a.returned;
+    if (op.group != nullptr && recording.taken) group_.Add({r, state, op.stream, true});
+  }
+
+  // The shim's side of ncclGroupStart / ncclGroupEnd on the thread's group.
+  ncclResult_t GroupStart(uint64_t id) {
+    const ncclResult_t r = launcher_->GroupStart();
+    if (r == ncclSuccess) group_.Enter(id);
+    return r;
+  }
+  ncclResult_t GroupEnd() {
+    const bool closed = group_.Leave();
+    const ncclResult_t r = launcher_->GroupEnd(group_);
+    if (closed) group_.Reset();
+    return r;
   }
 
   void Mark(const std::vector<size_t>& ops) {
@@ -546,6 +562,7 @@ class GatingOverFakeDevice : public ::testing::TestWithParam<const char*> {
   std::deque<AppOp> ops_;
   std::deque<Marker> markers_;
   std::unique_ptr<GatedLauncher> launcher_;
+  UserGroup group_;  // the test thread's user group, as the shim keeps it
 };
 
 TEST_P(GatingOverFakeDevice, KeepsHostOrderOpensEveryGateInTheBoundAndPassesResultsThrough) {
@@ -573,9 +590,9 @@ TEST_P(GatingOverFakeDevice, KeepsHostOrderOpensEveryGateInTheBoundAndPassesResu
       const bool p2p_first = kind == 9;
       const bool nested = pick(2) == 0;
       const uint64_t group = next_group++;
-      ASSERT_EQ(launcher_->GroupStart(1), ncclSuccess);
+      ASSERT_EQ(GroupStart(group), ncclSuccess);
       if (nested) {
-        ASSERT_EQ(launcher_->GroupStart(2), ncclSuccess);
+        ASSERT_EQ(GroupStart(group), ncclSuccess);
       }
       std::vector<size_t> members;
       const int n = 2 + pick(3);
@@ -587,9 +604,9 @@ TEST_P(GatingOverFakeDevice, KeepsHostOrderOpensEveryGateInTheBoundAndPassesResu
         members.push_back(ops_.size() - 1);
       }
       if (nested) {
-        ASSERT_EQ(launcher_->GroupEnd(1), ncclSuccess);
+        ASSERT_EQ(GroupEnd(), ncclSuccess);
       }
-      ASSERT_EQ(launcher_->GroupEnd(0), ncclSuccess);
+      ASSERT_EQ(GroupEnd(), ncclSuccess);
       Mark(members);
     }
   }
