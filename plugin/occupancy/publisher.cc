@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "plugin/occupancy/segment.h"
@@ -49,7 +50,7 @@ OccupancyPublisher::OccupancyPublisher() = default;
 OccupancyPublisher::~OccupancyPublisher() { Stop(); }
 
 int OccupancyPublisher::AddNic(const NicInfo& nic) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   int n = num_nics_.load(std::memory_order_relaxed);
   if (n >= TRIRACE_OCC_MAX_NICS) return -1;
   nics_[n] = nic;
@@ -215,7 +216,11 @@ void OccupancyPublisher::ClaimSlot() {
     std::memset(p.nics, 0, sizeof(p.nics));
     // The record is complete (NICs known so far, zero counters) before the
     // sequence turns even: a reader never sees our slot without its NICs.
-    WriteRecord(p);
+    // (mu_ for the NIC table; the publisher thread is not running yet.)
+    {
+      absl::MutexLock lock(&mu_);
+      WriteRecord(p);
+    }
     Atomic(p.seq).store(seq + 1, std::memory_order_release);
     slot_ = &p;
     return;
@@ -298,20 +303,22 @@ trirace_occ_counters_t OccupancyPublisher::Local(int nic, int cls) const {
   return out;
 }
 
+// Publishes every period_us_ until Stop, and once more on the way out.
+// The wait ends early as soon as stop_ is set (Await checks the condition
+// under mu_, so a Stop between two waits is not missed).
 void OccupancyPublisher::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   while (!stop_) {
-    cv_.wait_for(lock, std::chrono::microseconds(period_us_), [&] { return stop_; });
+    mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Microseconds(period_us_));
     Publish();
   }
 }
 
 void OccupancyPublisher::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    absl::MutexLock lock(&mu_);
+    stop_ = true;  // wakes Run (Await re-evaluates on unlock)
   }
-  cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (slot_ != nullptr) Leave();
   if (map_ != nullptr) {

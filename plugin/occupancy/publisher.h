@@ -23,20 +23,27 @@
 // creates a new segment after it.
 //
 // Thread safety: the counter methods are thread-safe and lock-free; Start
-// and Stop must not race with each other.
+// and Stop must not race with each other. mu_ guards stop_ and the NIC
+// table nics_: AddNic appends under it, and the record writer (the
+// publisher thread, and ClaimSlot before that thread starts) reads under
+// it. num_nics_ is an atomic so that the counter methods check a NIC index
+// without the lock. The segment fields (map_, fd_, name_, slot_,
+// period_us_, thread_) belong to Start and Stop; the publisher thread only
+// uses them between the two (created after Start set them, joined before
+// Stop clears them).
 #ifndef TRIRACE_PLUGIN_OCCUPANCY_PUBLISHER_H_
 #define TRIRACE_PLUGIN_OCCUPANCY_PUBLISHER_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "trirace/occupancy.h"
 
 namespace trirace::occupancy {
@@ -56,10 +63,10 @@ class OccupancyPublisher {
   // Attaches to (or creates) `segment_name` and starts publishing every
   // `period_us`. Without a segment (empty name) only local counting is done.
   absl::Status Start(const std::vector<NicInfo>& nics, const std::string& segment_name,
-                     int64_t period_us);
-  void Stop();
+                     int64_t period_us) ABSL_LOCKS_EXCLUDED(mu_);
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
   // Adds a NIC later (a virtual device); returns its index or -1 if full.
-  int AddNic(const NicInfo& nic);
+  int AddNic(const NicInfo& nic) ABSL_LOCKS_EXCLUDED(mu_);
 
   void SendPosted(int nic, int cls, uint64_t bytes) {
     if (Counters* c = At(nic, cls)) {
@@ -116,17 +123,20 @@ class OccupancyPublisher {
     }
     return &counters_[nic][cls];
   }
-  absl::Status Attach(const std::string& segment_name);
+  absl::Status Attach(const std::string& segment_name) ABSL_LOCKS_EXCLUDED(mu_);
   trirace_occ_proc_t* Slots() const;
-  void ClaimSlot();
+  void ClaimSlot() ABSL_LOCKS_EXCLUDED(mu_);
   void Leave();
-  void Publish();
+  void Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes the NIC table and counters into `p` (its sequence must be odd).
-  void WriteRecord(trirace_occ_proc_t& p);
-  void Run();
+  void WriteRecord(trirace_occ_proc_t& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Run() ABSL_LOCKS_EXCLUDED(mu_);
 
-  Counters counters_[TRIRACE_OCC_MAX_NICS][TRIRACE_OCC_NUM_CLASSES];
-  NicInfo nics_[TRIRACE_OCC_MAX_NICS];
+  absl::Mutex mu_;
+  Counters counters_[TRIRACE_OCC_MAX_NICS][TRIRACE_OCC_NUM_CLASSES];  // lock-free
+  NicInfo nics_[TRIRACE_OCC_MAX_NICS] ABSL_GUARDED_BY(mu_);
+  // Entries of nics_ in use; stored (release) under mu_, loaded (acquire)
+  // without it by At().
   std::atomic<int> num_nics_{0};
 
   void* map_ = nullptr;
@@ -135,9 +145,7 @@ class OccupancyPublisher {
   std::string name_;  // the segment's shm name
   trirace_occ_proc_t* slot_ = nullptr;
   int64_t period_us_ = 1000;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // guarded by mu_
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;  // the publisher thread's exit request
   std::thread thread_;
 };
 

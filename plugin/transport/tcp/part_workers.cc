@@ -36,16 +36,17 @@ PartWorkers::PartWorkers(std::vector<int> fds, int nthreads, bool sending, int t
       queues_(nthreads_) {}
 
 PartWorkers::~PartWorkers() {
+  std::vector<std::thread> threads;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    absl::MutexLock lock(&mu_);
+    stop_ = true;  // releasing mu_ wakes the threads waiting for parts
+    threads.swap(threads_);  // no Enqueue can start more: stop_ is set
   }
   stopping_.store(true);
-  cv_.notify_all();
-  if (!threads_.empty()) {
+  if (!threads.empty()) {
     for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);  // unblocks a thread inside send/recv
   }
-  for (std::thread& t : threads_) t.join();
+  for (std::thread& t : threads) t.join();
 }
 
 absl::Status PartWorkers::Start() {
@@ -71,13 +72,10 @@ absl::Status PartWorkers::Enqueue(int socket, PartTask task) {
   if (socket < 0 || socket >= num_sockets()) {
     return InternalError(absl::StrCat("part for data socket ", socket, " of ", num_sockets()));
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stop_) return InternalError("part queued on a stopped comm");
-    if (threads_.empty()) TRIRACE_RETURN_IF_ERROR(Start());
-    queues_[socket % nthreads_].push_back(Queued{socket, task});
-  }
-  cv_.notify_all();
+  absl::MutexLock lock(&mu_);  // unlocking wakes the thread that waits for this queue
+  if (stop_) return InternalError("part queued on a stopped comm");
+  if (threads_.empty()) TRIRACE_RETURN_IF_ERROR(Start());
+  queues_[socket % nthreads_].push_back(Queued{socket, task});
   return absl::OkStatus();
 }
 
@@ -118,15 +116,18 @@ absl::Status PartWorkers::MovePart(const Queued& q) {
   return absl::OkStatus();
 }
 
+// Takes the front part of its queue (leaving it queued), moves it without
+// the lock, then pops it; exits on stop_ or on an error.
 void PartWorkers::Run(int thread_index) {
-  std::deque<Queued>& queue = queues_[thread_index];
+  auto ready = [this, thread_index]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stop_ || !queues_[thread_index].empty();
+  };
   while (true) {
     Queued q;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !queue.empty(); });
+      absl::MutexLock lock(&mu_, absl::Condition(&ready));  // waits until ready() holds
       if (stop_) return;
-      q = queue.front();
+      q = queues_[thread_index].front();
     }
     absl::Status st = MovePart(q);
     if (!st.ok()) {
@@ -134,8 +135,8 @@ void PartWorkers::Run(int thread_index) {
       return;
     }
     q.task.parts_left->fetch_sub(1, std::memory_order_release);
-    std::lock_guard<std::mutex> lock(mu_);
-    queue.pop_front();
+    absl::MutexLock lock(&mu_);
+    queues_[thread_index].pop_front();
   }
 }
 

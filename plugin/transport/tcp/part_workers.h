@@ -18,20 +18,24 @@
 // threads. Destruction shuts the sockets down (unblocking the threads),
 // joins them and drops queued parts.
 //
-// Thread safety: Enqueue may be called from any thread.
+// Thread safety: Enqueue may be called from any thread (not concurrently
+// with destruction). mu_ guards the per-thread queues, the thread list and
+// the stop flag; a thread waits on mu_ for its queue to fill or for stop,
+// and holds no lock while it moves a part. stopping_ (the stop flag again,
+// read inside the transfer loop without the lock) and failed_ are atomics.
 #ifndef TRIRACE_PLUGIN_TRANSPORT_TCP_PART_WORKERS_H_
 #define TRIRACE_PLUGIN_TRANSPORT_TCP_PART_WORKERS_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 
 namespace trirace::net::tcp {
 
@@ -48,12 +52,12 @@ class PartWorkers {
   // `fds` are the data sockets (borrowed: they must outlive this object).
   PartWorkers(std::vector<int> fds, int nthreads, bool sending, int timeout_ms,
               FailureFn on_failure);
-  ~PartWorkers();
+  ~PartWorkers() ABSL_LOCKS_EXCLUDED(mu_);
   PartWorkers(const PartWorkers&) = delete;
   PartWorkers& operator=(const PartWorkers&) = delete;
 
   // Queues a part on data socket `socket` (0-based).
-  absl::Status Enqueue(int socket, PartTask task);
+  absl::Status Enqueue(int socket, PartTask task) ABSL_LOCKS_EXCLUDED(mu_);
   int num_sockets() const { return static_cast<int>(fds_.size()); }
 
  private:
@@ -61,9 +65,10 @@ class PartWorkers {
     int socket;
     PartTask task;
   };
-  absl::Status Start();  // requires mu_
-  void Run(int thread_index);
-  absl::Status MovePart(const Queued& q);
+  // Configures the data sockets and starts the threads (on the first part).
+  absl::Status Start() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Run(int thread_index) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status MovePart(const Queued& q) ABSL_LOCKS_EXCLUDED(mu_);
   void Fail(absl::Status status);
 
   const std::vector<int> fds_;
@@ -72,13 +77,14 @@ class PartWorkers {
   const int timeout_ms_;
   FailureFn on_failure_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::deque<Queued>> queues_;  // per thread; guarded by mu_
-  std::vector<std::thread> threads_;
-  bool stop_ = false;                       // guarded by mu_
-  std::atomic<bool> stopping_{false};
-  std::atomic<bool> failed_{false};
+  absl::Mutex mu_;
+  // Per thread (sized once, by the constructor): the parts queued to it,
+  // oldest first; the front one stays queued while it moves.
+  std::vector<std::deque<Queued>> queues_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);  // empty until the first part
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;  // the threads must exit; no more parts
+  std::atomic<bool> stopping_{false};       // set after stop_, read without mu_
+  std::atomic<bool> failed_{false};         // on_failure_ was called
 };
 
 }  // namespace trirace::net::tcp

@@ -66,12 +66,12 @@ void TcpComm::FreeRequest(TcpRequest* req) { req->kind = TcpRequest::Kind::kFree
 
 absl::Status TcpComm::failure() const {
   if (!failed_.load(std::memory_order_acquire)) return absl::OkStatus();
-  std::lock_guard<std::mutex> lock(failure_mu_);
+  absl::MutexLock lock(&failure_mu_);
   return failure_;
 }
 
 void TcpComm::Fail(absl::Status status) {
-  std::lock_guard<std::mutex> lock(failure_mu_);
+  absl::MutexLock lock(&failure_mu_);
   if (!failure_.ok()) return;
   failure_ = std::move(status);
   failed_.store(true, std::memory_order_release);

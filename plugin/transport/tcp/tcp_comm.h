@@ -26,7 +26,11 @@
 //    still in flight.
 //
 // Thread safety: one thread at a time per comm (NCCL's proxy thread); the
-// part workers run in the background and only touch the parts queued to them.
+// part workers run in the background and only touch the parts queued to them
+// (and their parts_left counters, atomics). The one state both sides write
+// is the comm's failure: failure_mu_ guards failure_ (set once, by Fail from
+// either side); failed_ mirrors it as an atomic so that failure() needs no
+// lock while the comm is healthy.
 #ifndef TRIRACE_PLUGIN_TRANSPORT_TCP_TCP_COMM_H_
 #define TRIRACE_PLUGIN_TRANSPORT_TCP_TCP_COMM_H_
 
@@ -34,10 +38,11 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "plugin/abi/net_abi.h"
 #include "plugin/transport/tcp/part_workers.h"
 #include "plugin/transport/tcp/socket.h"
@@ -97,8 +102,9 @@ class TcpComm {
  protected:
   TcpRequest* AllocRequest(TcpRequest::Kind kind);
   void FreeRequest(TcpRequest* req);
-  absl::Status failure() const;
-  void Fail(absl::Status status);
+  absl::Status failure() const ABSL_LOCKS_EXCLUDED(failure_mu_);
+  // Records the first failure; later ones are ignored. Any thread.
+  void Fail(absl::Status status) ABSL_LOCKS_EXCLUDED(failure_mu_);
   virtual absl::Status Progress() = 0;
   virtual bool Done(const TcpRequest& req) const = 0;
   // Why `req`, not done, can never complete; OK while it still may.
@@ -112,9 +118,9 @@ class TcpComm {
   TcpRequest requests_[kMaxRequests];
 
  private:
-  mutable std::mutex failure_mu_;
-  absl::Status failure_;  // guarded by failure_mu_
-  std::atomic<bool> failed_{false};
+  mutable absl::Mutex failure_mu_;
+  absl::Status failure_ ABSL_GUARDED_BY(failure_mu_);
+  std::atomic<bool> failed_{false};  // failure_ is set; stored (release) under failure_mu_
 };
 
 class TcpSendComm : public TcpComm {

@@ -227,7 +227,7 @@ absl::Status TcpTransport::Connect(void* inner_ctx, int dev, const CommConfig& c
   CommOptions options = Options();
   SocketOptions sock_options{traffic_class, options.timeout_ms, options.rto_min_us};
 
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::ReleasableMutexLock lock(&mu_);
   ConnectState* state = nullptr;
   if (h.stage == 0) {
     auto fresh = std::make_unique<ConnectState>();
@@ -266,7 +266,7 @@ absl::Status TcpTransport::Connect(void* inner_ctx, int dev, const CommConfig& c
     state = it->second.get();
   }
 
-  auto finish = [&](absl::Status st) {
+  auto finish = [&](absl::Status st) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     connecting_.erase(h.stage);
     uint64_t zero = 0;
     std::memcpy(static_cast<char*>(handle) + offsetof(ConnectHandle, stage), &zero, sizeof(zero));
@@ -312,7 +312,7 @@ absl::Status TcpTransport::Connect(void* inner_ctx, int dev, const CommConfig& c
   std::vector<UniqueFd> socks;
   for (ConnectState::Sock& s : state->socks) socks.push_back(std::move(s.fd));
   (void)finish(absl::OkStatus());
-  lock.unlock();
+  lock.Release();
   *send_comm = new TcpSendComm(std::move(socks), options);
   return absl::OkStatus();
 }

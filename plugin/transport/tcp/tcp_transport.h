@@ -16,16 +16,22 @@
 // a random token per listener that only holders of the handle know.
 //
 // Thread safety: thread-safe; calls on one comm must not be concurrent.
+// mu_ guards connecting_ (the half-open connections that Connect resumes
+// from their handles); Connect holds it while it advances one of them. The
+// device tables (interfaces_, vdevices_) and job_token_ take no lock: Init
+// and MakeVDevice fill them while NCCL initialises the plugin, before any
+// comm exists, and they are only read afterwards.
 #ifndef TRIRACE_PLUGIN_TRANSPORT_TCP_TCP_TRANSPORT_H_
 #define TRIRACE_PLUGIN_TRANSPORT_TCP_TCP_TRANSPORT_H_
 
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "plugin/core/transport.h"
 #include "plugin/transport/tcp/interfaces.h"
 #include "plugin/transport/tcp/tcp_comm.h"
@@ -48,7 +54,8 @@ class TcpTransport : public Transport {
 
   absl::Status Listen(void* inner_ctx, int dev, void* handle, void** listen_comm) override;
   absl::Status Connect(void* inner_ctx, int dev, const CommConfig& config, void* handle,
-                       void** send_comm, ncclNetDeviceHandle_v11_t** dev_comm) override;
+                       void** send_comm, ncclNetDeviceHandle_v11_t** dev_comm) override
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Accept(void* listen_comm, void** recv_comm,
                       ncclNetDeviceHandle_v11_t** dev_comm) override;
 
@@ -83,8 +90,9 @@ class TcpTransport : public Transport {
   std::vector<Interface> interfaces_;
   std::vector<std::vector<int>> vdevices_;  // virtual NIC -> member devices
   std::optional<uint64_t> job_token_;       // from TRIRACE_NET_TOKEN
-  mutable std::mutex mu_;
-  std::map<uint64_t, std::unique_ptr<ConnectState>> connecting_;  // guarded by mu_
+  absl::Mutex mu_;
+  // Keyed by the handle's stage (the ConnectState's address).
+  std::map<uint64_t, std::unique_ptr<ConnectState>> connecting_ ABSL_GUARDED_BY(mu_);
 };
 
 // The job token for a TRIRACE_NET_TOKEN text (empty: none).
