@@ -51,7 +51,7 @@ bool CommLane::AcquireGate(uint32_t* slot, uint32_t* value) {
 }
 
 void CommLane::Watch(const WatchEntry& e) {
-  std::lock_guard<std::mutex> lock(watch_mu_);
+  absl::MutexLock lock(&watch_mu_);
   watch_.push_back(e);
 }
 

@@ -21,9 +21,10 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "interpose/comm_state.h"
 #include "interpose/device/device.h"
 #include "interpose/gate_ticket.h"
@@ -63,17 +64,17 @@ class CommLane {
 
   // Next gate use (mu held): false when its slot's previous use is still
   // closed (then the unit runs without a gate).
-  bool AcquireGate(uint32_t* slot, uint32_t* value);
+  bool AcquireGate(uint32_t* slot, uint32_t* value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 
   // The watch list (own lock).
-  void Watch(const WatchEntry& e);
+  void Watch(const WatchEntry& e) ABSL_LOCKS_EXCLUDED(watch_mu_);
   // Drops entries whose gate is open; opens the ones past `now` (calls
   // `expired` for each before opening). Returns the earliest deadline left,
   // or sched::kNeverNs.
   template <typename Fn>
-  int64_t Sweep(int64_t now, Fn&& expired);
+  int64_t Sweep(int64_t now, Fn&& expired) ABSL_LOCKS_EXCLUDED(watch_mu_);
 
-  std::mutex mu;  // the issue path
+  absl::Mutex mu;  // the issue path
 
  private:
   CommLane(device::Device& dev, CommState* comm) : dev_(dev), comm_(comm) {}
@@ -84,10 +85,10 @@ class CommLane {
   device::EventHandle in_event_ = nullptr;
   device::EventHandle done_event_ = nullptr;
   std::unique_ptr<device::GateBlock> gates_;
-  uint64_t uses_ = 0;  // mu held
+  uint64_t uses_ ABSL_GUARDED_BY(mu) = 0;
 
-  std::mutex watch_mu_;
-  std::deque<WatchEntry> watch_;
+  absl::Mutex watch_mu_;
+  std::deque<WatchEntry> watch_ ABSL_GUARDED_BY(watch_mu_);
 };
 
 template <typename Fn>
@@ -95,7 +96,7 @@ int64_t CommLane::Sweep(int64_t now, Fn&& expired) {
   std::vector<GateTicket*> finished;
   int64_t next = sched::kNeverNs;
   {
-    std::lock_guard<std::mutex> lock(watch_mu_);
+    absl::MutexLock lock(&watch_mu_);
     while (!watch_.empty()) {
       WatchEntry& e = watch_.front();
       if (!GateWordOpen(*gates_, e.ticket->slot, e.ticket->value)) {

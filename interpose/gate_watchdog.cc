@@ -1,7 +1,6 @@
 #include "interpose/gate_watchdog.h"
 
 #include <algorithm>
-#include <chrono>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
@@ -26,42 +25,35 @@ absl::Status GateWatchdog::Start() {
 
 void GateWatchdog::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);  // releasing it wakes the thread: stop_ is in its wait condition
     stop_ = true;
   }
-  cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
 void GateWatchdog::AddLane(CommLane* lane) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   lanes_.push_back(lane);
 }
 
 void GateWatchdog::Watch(CommLane* lane, GateTicket* ticket, int64_t call_ns) {
   const int64_t deadline = call_ns + lead_ns_;
   lane->Watch({deadline, ticket});
-  bool wake;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (sleeping_until_ == 0) {
-      dirty_ = true;  // awake: it sweeps again before sleeping
-      wake = false;
-    } else {
-      wake = deadline < sleeping_until_;  // typically only when it sleeps without timeout
-      if (wake) sleeping_until_ = deadline;
-    }
+  absl::MutexLock lock(&mu_);
+  if (sleeping_until_ == 0) {
+    dirty_ = true;  // awake: it sweeps again before sleeping
+  } else if (deadline < sleeping_until_) {
+    sleeping_until_ = deadline;  // wakes the thread (typically only when it sleeps without timeout)
   }
-  if (wake) cv_.notify_one();
 }
 
 void GateWatchdog::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
+  mu_.Lock();
   while (!stop_) {
     const std::vector<CommLane*> lanes = lanes_;
-    sleeping_until_ = 0;  // awake: Watch() marks dirty_ instead of notifying
+    sleeping_until_ = 0;  // awake: Watch() marks dirty_ instead of waking it
     dirty_ = false;
-    lock.unlock();
+    mu_.Unlock();
     const int64_t now = MonotonicNs();
     int64_t next = sched::kNeverNs;
     for (CommLane* lane : lanes) {
@@ -70,19 +62,21 @@ void GateWatchdog::Run() {
         if (OpenGateWord(t->lane->gates(), t->slot, t->value)) opened_.fetch_add(1, std::memory_order_relaxed);
       }));
     }
-    lock.lock();
+    mu_.Lock();
     if (stop_) break;
     if (dirty_) continue;  // a Watch() came in during the sweep
     if (next == sched::kNeverNs) {
       sleeping_until_ = sched::kNeverNs;
-      cv_.wait(lock, [this] { return stop_ || sleeping_until_ != sched::kNeverNs; });
+      auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || sleeping_until_ != sched::kNeverNs; };
+      mu_.Await(absl::Condition(&woken));
     } else {
       const int64_t wake = std::max(next, now + coalesce_ns_);
       sleeping_until_ = wake;
-      cv_.wait_for(lock, std::chrono::nanoseconds(wake - MonotonicNs()),
-                   [this, wake] { return stop_ || sleeping_until_ < wake; });
+      auto woken = [this, wake]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || sleeping_until_ < wake; };
+      mu_.AwaitWithTimeout(absl::Condition(&woken), absl::Nanoseconds(wake - MonotonicNs()));
     }
   }
+  mu_.Unlock();
 }
 
 }  // namespace trirace::interpose

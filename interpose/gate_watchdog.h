@@ -11,18 +11,22 @@
 // nothing, and the watchdog preempts the engine by at most 1/16 of the
 // bound. With nothing watched the thread blocks without timeout.
 //
-// Thread safety: Watch() and Stop() from any thread.
+// Thread safety: Watch() and Stop() from any thread. mu_ guards the lane
+// list and the thread's sleep state; a Watch() that moves the earliest
+// deadline forward changes sleeping_until_, which the sleeping thread's
+// wait condition sees when mu_ is released (no separate notify).
 #ifndef TRIRACE_INTERPOSE_GATE_WATCHDOG_H_
 #define TRIRACE_INTERPOSE_GATE_WATCHDOG_H_
 
-#include <condition_variable>
+#include <atomic>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "interpose/comm_lane.h"
 
 namespace trirace::interpose {
@@ -38,28 +42,28 @@ class GateWatchdog {
 
   absl::Status Start();
   // Opens nothing more; joins the thread. Idempotent.
-  void Stop();
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Adds `lane` to the sweep (once per lane, before its first Watch()).
-  void AddLane(CommLane* lane);
+  void AddLane(CommLane* lane) ABSL_LOCKS_EXCLUDED(mu_);
   // Watches `ticket` (gated, already on `lane`), called at time `call_ns`.
-  void Watch(CommLane* lane, GateTicket* ticket, int64_t call_ns);
+  void Watch(CommLane* lane, GateTicket* ticket, int64_t call_ns) ABSL_LOCKS_EXCLUDED(mu_);
 
   uint64_t opened() const { return opened_.load(std::memory_order_relaxed); }
 
  private:
-  void Run();
+  void Run() ABSL_LOCKS_EXCLUDED(mu_);
 
   const int64_t lead_ns_;     // deadline = call + lead
   const int64_t coalesce_ns_;
   std::function<void(GateTicket*)> expired_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<CommLane*> lanes_;
-  int64_t sleeping_until_ = 0;  // sched::kNeverNs while blocked without timeout
-  bool dirty_ = false;          // watched while awake
-  bool stop_ = false;
+  absl::Mutex mu_;
+  std::vector<CommLane*> lanes_ ABSL_GUARDED_BY(mu_);
+  // 0 while sweeping; sched::kNeverNs while blocked without timeout.
+  int64_t sleeping_until_ ABSL_GUARDED_BY(mu_) = 0;
+  bool dirty_ ABSL_GUARDED_BY(mu_) = false;  // watched while awake
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> opened_{0};
   std::thread thread_;
 };

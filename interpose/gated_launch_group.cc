@@ -102,7 +102,7 @@ ncclResult_t GatedLauncher::GroupSimulateEnd(ncclSimInfo_t* info, UserGroup& g) 
 }
 
 ncclResult_t GatedLauncher::EndGatedGroup(TakenGroup& g, CommLane& lane) {
-  std::lock_guard<std::mutex> lock(lane.mu);
+  absl::MutexLock lock(&lane.mu);
   bool ordered = !failed();
   for (device::StreamHandle s : g.streams) {
     if (!ordered) break;

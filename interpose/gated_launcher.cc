@@ -104,7 +104,7 @@ bool GatedLauncher::CanGate(const Op& op) {
 
 CommLane* GatedLauncher::LaneFor(CommState* state) {
   if (CommLane* l = state->lane.load(std::memory_order_acquire)) return l;
-  std::lock_guard<std::mutex> lock(lanes_mu_);
+  absl::MutexLock lock(&lanes_mu_);
   if (CommLane* l = state->lane.load(std::memory_order_acquire)) return l;
   absl::StatusOr<std::unique_ptr<CommLane>> lane = CommLane::Create(dev_, state);
   if (!lane.ok()) {
@@ -200,7 +200,7 @@ ncclResult_t GatedLauncher::Launch(const Op& op, OpRecording* rec) {
     return CallReal(real_, op);
   }
   // LaunchGated falls back before anything is enqueued, leaving the record to the shim.
-  std::lock_guard<std::mutex> lock(lane->mu);
+  absl::MutexLock lock(&lane->mu);
   const absl::Status in = dev_.RecordEvent(lane->in_event(), op.stream);
   const absl::Status wait = in.ok() ? dev_.StreamWaitEvent(lane->stream(), lane->in_event()) : in;
   if (!wait.ok()) {

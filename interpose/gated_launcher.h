@@ -61,12 +61,13 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "interpose/comm_lane.h"
 #include "interpose/device/device.h"
 #include "interpose/gate_ticket.h"
@@ -135,7 +136,8 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   // disables gating).
   CommLane* LaneFor(CommState* state);
   // An op outside a user group (gated_launch_chunked.cc).
-  ncclResult_t LaunchGated(const Op& op, CommLane& lane, const TraceRecord& base);
+  ncclResult_t LaunchGated(const Op& op, CommLane& lane, const TraceRecord& base)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(lane.mu);
   ncclResult_t LaunchUngatedP2P(const Op& op, const TraceRecord& base);
   // An op inside a user group, and the group's end (gated_launch_group.cc).
   ncclResult_t LaunchInGroup(const Op& op, OpRecording* recording);
@@ -149,7 +151,7 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   // policy released it inside Submit).
   bool Submit(GateTicket* t, sched::TaskSpec spec, int64_t call_ns);
   // Puts t's gate wait on the lane's stream (lane.mu held).
-  void PutGate(CommLane& lane, GateTicket& t);
+  void PutGate(CommLane& lane, GateTicket& t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lane.mu);
   // Fails the gated path for the process (one WARN).
   void Fail(const absl::Status& status, absl::string_view step);
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
@@ -166,8 +168,8 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   std::atomic<bool> failed_{false};
   std::atomic<bool> shut_down_{false};
 
-  std::mutex lanes_mu_;  // lane creation
-  std::vector<std::unique_ptr<CommLane>> lanes_;
+  absl::Mutex lanes_mu_;  // lane creation
+  std::vector<std::unique_ptr<CommLane>> lanes_ ABSL_GUARDED_BY(lanes_mu_);
 
   std::atomic<uint64_t> gated_tickets_{0};
   std::atomic<uint64_t> ungated_tickets_{0};

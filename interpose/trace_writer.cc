@@ -4,10 +4,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <ctime>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/logging.h"
 #include "common/process_info.h"
@@ -17,7 +17,7 @@ namespace trirace::interpose {
 namespace {
 
 constexpr size_t kWriteBlock = 1u << 20;
-constexpr auto kDrainPeriod = std::chrono::milliseconds(100);
+constexpr absl::Duration kDrainPeriod = absl::Milliseconds(100);
 
 int64_t WallMinusMonoNs() {
   timespec ts{};
@@ -69,29 +69,28 @@ bool TraceWriter::Record(const TraceRecord& record) {
 }
 
 void TraceWriter::Wake() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    wake_ = true;
-  }
-  cv_.notify_one();
+  absl::MutexLock lock(&mutex_);  // releasing it wakes the writer: wake_ is in its wait condition
+  wake_ = true;
 }
 
 std::string TraceWriter::path() const {
-  std::lock_guard<std::mutex> lock(path_mutex_);
+  absl::MutexLock lock(&path_mutex_);
   return opened_path_;
 }
 
 void TraceWriter::Run() {
-  std::unique_lock<std::mutex> lock(mutex_);
+  auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return stop_ || wake_; };
+  mutex_.Lock();
   while (!stop_) {
-    cv_.wait_for(lock, kDrainPeriod, [this] { return stop_ || wake_; });
+    mutex_.AwaitWithTimeout(absl::Condition(&woken), kDrainPeriod);
     wake_ = false;
-    lock.unlock();
+    mutex_.Unlock();
     wake_requested_.store(false, std::memory_order_relaxed);
     // Written out every period, so a process that dies keeps most of its trace.
     Drain(/*force=*/true);
-    lock.lock();
+    mutex_.Lock();
   }
+  mutex_.Unlock();
 }
 
 void TraceWriter::Drain(bool force) {
@@ -120,7 +119,7 @@ bool TraceWriter::EnsureOpen(bool closing) {
             .message()));
     return false;
   }
-  std::lock_guard<std::mutex> lock(path_mutex_);
+  absl::MutexLock lock(&path_mutex_);
   opened_path_ = path_;
   return true;
 }
@@ -162,10 +161,9 @@ void TraceWriter::Close() {
       return;
     }
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      absl::MutexLock lock(&mutex_);  // releasing it wakes the writer thread
       stop_ = true;
     }
-    cv_.notify_one();
     if (thread_.joinable()) thread_.join();
     closed_.store(true, std::memory_order_release);
     Drain(/*force=*/false);

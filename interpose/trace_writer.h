@@ -17,25 +17,29 @@
 // After fork() the child has no writer thread: its Close() neither joins
 // nor writes (the file is the parent's), and its records are lost.
 //
-// Thread safety: Record() from any thread; Wake() and Close() from any
-// thread, Close() once.
+// Thread safety: Record() from any thread, lock-free (the buffer is a
+// lock-free queue); Wake() and Close() from any thread, Close() once.
+// mutex_ guards the writer thread's wake and stop flags (its wait condition
+// reads them, so releasing mutex_ after setting one wakes it); path_mutex_
+// guards the opened path that path() returns.
 #ifndef TRIRACE_INTERPOSE_TRACE_WRITER_H_
 #define TRIRACE_INTERPOSE_TRACE_WRITER_H_
 
 #include <sys/types.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
+#include <mutex>  // std::call_once
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "interpose/comm_registry.h"
 #include "interpose/trace_buffer.h"
 #include "interpose/trace_json.h"
@@ -70,7 +74,7 @@ class TraceWriter {
 
  private:
   TraceWriter(Options options, const CommRegistry* registry, std::unique_ptr<TraceBuffer> buffer);
-  void Run();
+  void Run() ABSL_LOCKS_EXCLUDED(mutex_);
   // Drains the buffer into `pending_`; writes when large or `force`.
   void Drain(bool force);
   bool EnsureOpen(bool closing);
@@ -91,13 +95,12 @@ class TraceWriter {
   std::atomic<uint64_t> late_{0};
   std::atomic<bool> wake_requested_{false};
 
-  std::mutex mutex_;  // wake-ups and stop; never held by Record()
-  std::condition_variable cv_;
-  bool stop_ = false;
-  bool wake_ = false;
+  absl::Mutex mutex_;  // wake-ups and stop; never held by Record()
+  bool stop_ ABSL_GUARDED_BY(mutex_) = false;
+  bool wake_ ABSL_GUARDED_BY(mutex_) = false;
   std::once_flag close_once_;
-  mutable std::mutex path_mutex_;
-  std::string opened_path_;
+  mutable absl::Mutex path_mutex_;
+  std::string opened_path_ ABSL_GUARDED_BY(path_mutex_);
   std::thread thread_;
 };
 

@@ -14,9 +14,10 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
-#include <mutex>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "scheduler/engine.h"
 #include "scheduler/fifo_policy.h"
 #include "scheduler/priority_policy.h"
@@ -86,12 +87,12 @@ class DelayPoller : public CompletionPoller, public GateOpener {
  public:
   explicit DelayPoller(int64_t run_ns) : run_ns_(run_ns) {}
   void OpenGate(const ReleasedTask& t) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     running_.push_back({t.id, MonotonicNs() + run_ns_});
   }
   void PollCompletions(std::vector<TaskId>* done) override {
     const int64_t now = MonotonicNs();
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     while (!running_.empty() && running_.front().second <= now) {
       done->push_back(running_.front().first);
       running_.pop_front();
@@ -100,8 +101,8 @@ class DelayPoller : public CompletionPoller, public GateOpener {
 
  private:
   const int64_t run_ns_;
-  std::mutex mu_;
-  std::deque<std::pair<TaskId, int64_t>> running_;
+  absl::Mutex mu_;
+  std::deque<std::pair<TaskId, int64_t>> running_ ABSL_GUARDED_BY(mu_);
 };
 
 // range(0): 0 = fifo, every task released at once; 1 = trirace with P2P
