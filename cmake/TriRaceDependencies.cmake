@@ -60,6 +60,12 @@ endif()
 find_package(nlohmann_json 3 QUIET)
 trirace_require(nlohmann_json_FOUND "nlohmann-json" "nlohmann-json3-dev")
 
+# NCCL topology XML files (topology/discovery/nccl_xml.cc).
+if("topology" IN_LIST TRIRACE_ENABLED_MODULES)
+  pkg_check_modules(TINYXML2 QUIET IMPORTED_TARGET tinyxml2)
+  trirace_require(TINYXML2_FOUND "tinyxml2" "libtinyxml2-dev")
+endif()
+
 # Command lines of the `trirace` command, the examples and the benchmarks
 # (header-only, target CLI11::CLI11).
 find_package(CLI11 CONFIG QUIET)
