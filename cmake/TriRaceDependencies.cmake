@@ -60,11 +60,10 @@ endif()
 find_package(nlohmann_json 3 QUIET)
 trirace_require(nlohmann_json_FOUND "nlohmann-json" "nlohmann-json3-dev")
 
-# NCCL topology XML files (topology/discovery/nccl_xml.cc).
-if("topology" IN_LIST TRIRACE_ENABLED_MODULES)
-  pkg_check_modules(TINYXML2 QUIET IMPORTED_TARGET tinyxml2)
-  trirace_require(TINYXML2_FOUND "tinyxml2" "libtinyxml2-dev")
-endif()
+# NCCL topology XML files (topology/discovery/nccl_xml.cc). Always: the
+# `trirace` command, built with every module set, reads them (`trirace topo`).
+pkg_check_modules(TINYXML2 QUIET IMPORTED_TARGET tinyxml2)
+trirace_require(TINYXML2_FOUND "tinyxml2" "libtinyxml2-dev")
 
 # Command lines of the `trirace` command, the examples and the benchmarks
 # (header-only, target CLI11::CLI11).

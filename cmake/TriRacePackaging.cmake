@@ -17,5 +17,5 @@ else()
 endif()
 # Named explicitly as well, so the list holds even where shlibdeps is absent
 # and for libraries that are loaded with dlopen.
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libabsl20220623, libhwloc15, libibverbs1")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libabsl20220623, libhwloc15, libibverbs1, libtinyxml2-9")
 include(CPack)

@@ -34,7 +34,7 @@ cpack_bin="$(dirname "$cmake")/cpack"
 deb=$(ls "$work"/pkg/*.deb)
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
-for dep in libabsl libhwloc libibverbs; do
+for dep in libabsl libhwloc libibverbs libtinyxml2; do
   grep -q "$dep" <<<"$depends" || { echo "FAIL: Depends lacks $dep" >&2; exit 1; }
 done
 contents=$(dpkg-deb -c "$deb")

@@ -7,6 +7,7 @@
 #include "common/params.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "support/subprocess.h"
 
 namespace trirace {
@@ -162,8 +163,76 @@ TEST(TriraceCliTest, DemoRejectsBadFlagsAndSaysWhatIsMissingOutsideABuildTree) {
   EXPECT_THAT(missing.err, HasSubstr("is not a build tree to build them in"));
 }
 
+std::string TopoData(const char* name) { return std::string(TRIRACE_TOPO_TEST_DATA) + "/" + name; }
+
+TEST(TriraceCliTest, TopoJsonGivesEachGpuItsNicAndRail) {
+  auto r = RunProcess({TRIRACE_EXE, "topo", "--from", TopoData("two_hosts_2rail.json"), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc.at("fabric").at("kind"), "rail_optimized");
+  ASSERT_EQ(doc.at("hosts").size(), 2u);
+  for (size_t h = 0; h < 2; ++h) {
+    const nlohmann::json& host = doc["hosts"][h];
+    EXPECT_EQ(host.at("key"), h == 0 ? "node0" : "node1");
+    ASSERT_EQ(host.at("gpus").size(), 2u);
+    ASSERT_EQ(host.at("nics").size(), 2u);
+    for (const nlohmann::json& nic : host["nics"]) {
+      for (const char* key : {"name", "pci", "rail", "gbps"}) EXPECT_TRUE(nic.contains(key)) << key << " in " << nic;
+      EXPECT_EQ(nic["gbps"], 200);
+    }
+    for (size_t g = 0; g < 2; ++g) {
+      const nlohmann::json& gpu = host["gpus"][g];
+      for (const char* key : {"pci", "numa", "nic_pci", "rail"}) EXPECT_TRUE(gpu.contains(key)) << key << " in " << gpu;
+      // One switch per GPU + NIC pair: GPU g uses NIC g, rail g, on its NUMA node.
+      EXPECT_EQ(gpu["rail"], g) << gpu;
+      EXPECT_EQ(gpu["nic_pci"], host["nics"][g]["pci"]) << gpu;
+      EXPECT_EQ(host["nics"][g]["rail"], g);
+      EXPECT_EQ(gpu["numa"], g);
+      EXPECT_EQ(gpu["path"], "PIX");
+    }
+  }
+}
+
+TEST(TriraceCliTest, TopoPrintsTheTreeAndThePaths) {
+  auto tree = RunProcess({TRIRACE_EXE, "topo", "--from", TopoData("two_hosts_2rail.json")});
+  ASSERT_EQ(tree.exit_code, 0) << tree.err;
+  EXPECT_THAT(tree.out, HasSubstr("fabric: rail_optimized\n"));
+  EXPECT_THAT(tree.out, HasSubstr("host node1: 2 NUMA node(s), 2 GPU(s), 2 NIC(s)\n"));
+  EXPECT_THAT(tree.out, HasSubstr("  numa 1\n    switch 0000:90:00.0 (256 Gbit/s up)\n"
+                                  "      gpu1 0000:91:00.0 dev 1 -> mlx5_1 (rail 1, PIX)\n"
+                                  "      nic mlx5_1 0000:92:00.0: rail 1, 200 Gbit/s, ib\n"));
+  EXPECT_THAT(tree.out, HasSubstr("  sources: json-spec (pci, gpus, nvlink, nics, nic rates)\n"));
+
+  auto paths = RunProcess({TRIRACE_EXE, "topo", "--from", TopoData("two_hosts_2rail.json"), "--paths"});
+  ASSERT_EQ(paths.exit_code, 0) << paths.err;
+  EXPECT_THAT(paths.out, HasSubstr("  gpu1 0000:91:00.0 uses mlx5_1 (rail 1)\n"
+                                   "    -> node1 gpu1: nic-tx:node0/mlx5_1 (200 Gbit/s), nic-rx:node1/mlx5_1 (200 Gbit/s)\n"));
+
+  // One host (an NCCL XML): the peer is GPU 0 of the same host.
+  auto xml = RunProcess({TRIRACE_EXE, "topo", "--from", TopoData("pcie_8gpu_4nic.xml"), "--paths"});
+  ASSERT_EQ(xml.exit_code, 0) << xml.err;
+  EXPECT_THAT(xml.out, HasSubstr("    -> gpu0: none (the same GPU)\n"));
+  EXPECT_THAT(xml.out, HasSubstr("  gpu1 "));
+  EXPECT_THAT(xml.out, HasSubstr("    -> gpu0: pcie-up:localhost/"));
+}
+
+TEST(TriraceCliTest, TopoNeedsAReadableFile) {
+  auto none = RunProcess({TRIRACE_EXE, "topo"});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_EQ(none.err, "trirace topo: discovery of this machine is not built yet; use --from FILE\n");
+  auto missing = RunProcess({TRIRACE_EXE, "topo", "--from", "/nonexistent/topo.json"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err, "trirace topo: /nonexistent/topo.json: no such file\n");
+  auto not_topo = RunProcess({TRIRACE_EXE, "topo", "--from", TopoData("../CMakeLists.txt")});
+  EXPECT_EQ(not_topo.exit_code, 1);
+  EXPECT_THAT(not_topo.err, HasSubstr("not a topology file TriRace reads"));
+  auto both = RunProcess({TRIRACE_EXE, "topo", "--from", TopoData("two_hosts_2rail.json"), "--json", "--paths"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_THAT(both.err, HasSubstr("--json excludes --paths"));
+}
+
 TEST(TriraceCliTest, HelpForEveryCommandAndUnknownCommand) {
-  for (const char* cmd : {"version", "env", "run", "net-top", "demo"}) {
+  for (const char* cmd : {"version", "env", "run", "net-top", "demo", "topo"}) {
     auto r = RunProcess({TRIRACE_EXE, cmd, "--help"});
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_THAT(r.out, HasSubstr(std::string("usage: trirace ") + cmd));

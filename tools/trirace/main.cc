@@ -50,7 +50,8 @@ int Main(int argc, char** argv) {
                "trirace");
   StyleHelp(app);
   std::vector<Command> commands = {AddVersionCommand(app), AddEnvCommand(app), AddRunCommand(app),
-                                   AddNetTopCommand(app), AddDemoCommand(app)};
+                                   AddNetTopCommand(app), AddDemoCommand(app),
+                                   AddTopoCommand(app)};
   for (const Command& c : commands) {
     c.app->group("commands");
     c.app->set_help_flag("-h,--help", "print this help and exit");  // in the group "options"

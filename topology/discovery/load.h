@@ -1,0 +1,24 @@
+// Loading a topology file whose format is told by its content: a TriRace JSON
+// spec ('{' first), an NCCL topology XML (root <system>) or an hwloc XML
+// export (root <topology>: not read yet, a clear error says so). This is
+// what `trirace topo --from FILE` uses (and a topology-file parameter will,
+// once the scheduler reads the model: issue #15). AssignNics has run on every
+// host of the result.
+#ifndef TRIRACE_TOPOLOGY_DISCOVERY_LOAD_H_
+#define TRIRACE_TOPOLOGY_DISCOVERY_LOAD_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "topology/model.h"
+
+namespace trirace::topo {
+
+// The System in `path`. A one-host format (NCCL XML) gives a System of one
+// host keyed `host_key`. Errors name the file; a missing or unreadable file
+// is NotFound / PermissionDenied, a file that does not parse InvalidArgument.
+absl::StatusOr<System> LoadTopologyFile(const std::string& path, const std::string& host_key = "localhost");
+
+}  // namespace trirace::topo
+
+#endif  // TRIRACE_TOPOLOGY_DISCOVERY_LOAD_H_
