@@ -49,7 +49,8 @@ struct OpStats {
   std::atomic<int64_t> in_flight_ns{0};      // sum of call -> completion
 };
 
-class CommLane;  // gated_launcher.h: the comm's dedicated stream and gates
+class CommLane;   // gated_launcher.h: the comm's dedicated stream and gates
+struct CommPeers;  // op_links.h: what the comm's ranks told each other
 
 struct CommState {
   ncclComm_t comm = nullptr;
@@ -69,6 +70,8 @@ struct CommState {
   std::atomic<bool> summarized{false};
   // Schedule mode: created on the comm's first gated op, kept for the process.
   std::atomic<CommLane*> lane{nullptr};
+  // Schedule mode: published once the peer exchange completed (op_links.h).
+  std::atomic<const CommPeers*> peers{nullptr};
   OpStats stats;
 };
 

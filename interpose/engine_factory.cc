@@ -37,14 +37,13 @@ absl::StatusOr<std::unique_ptr<sched::OccupancyReader>> MakeOccupancyReader(
   return sched::OpenSysfsOccupancyReader(interfaces, sysfs_root);
 }
 
-absl::StatusOr<std::unique_ptr<sched::Engine>> MakeEngineFromParams(sched::GateOpener* opener,
-                                                                    const sched::NicLinkModel& model,
+absl::StatusOr<std::unique_ptr<sched::Engine>> MakeEngineFromParams(sched::GateOpener* opener, OpLinks& links,
                                                                     sched::EngineOptions options) {
   auto engine = std::make_unique<sched::Engine>(MakePolicy(ParamChoice<PolicyKind>()), opener, options);
-  for (const sched::LinkSpec& link : model.links()) engine->AddLink(link);
+  links.Register(*engine);
 
   const OccupancySource source = ParamChoice<OccupancySource>();
-  const std::string& nic = model.options().local_interface;
+  const std::string& nic = links.nic().interface;
   absl::StatusOr<std::unique_ptr<sched::OccupancyReader>> reader = MakeOccupancyReader(source, {nic});
   if (!reader.ok()) {
     if (source == OccupancySource::kAuto) {
@@ -55,7 +54,7 @@ absl::StatusOr<std::unique_ptr<sched::Engine>> MakeEngineFromParams(sched::GateO
     }
   } else if (*reader != nullptr) {
     TRIRACE_INFO(SCHED, "link occupancy from %s for interface %s", std::string((*reader)->name()), nic);
-    engine->SetOccupancyReader(std::move(*reader), {{nic, sched::NicLinkModel::kLocalNic}});
+    engine->SetOccupancyReader(std::move(*reader), links.OccupancyDevices());
   }
   return engine;
 }

@@ -1,11 +1,11 @@
 // Where the TRIRACE_* parameters become scheduler objects: the policy
 // (TRIRACE_POLICY), the occupancy reader (TRIRACE_OCCUPANCY) and a ready
-// engine with the links of the NIC link model. scheduler/ holds the
+// engine with the links of the topology (op_links.h). scheduler/ holds the
 // implementations and knows nothing of params-to-object choices or of the
 // plugin's reader library; this file is the one place that picks them.
 //
-//   auto model = std::make_shared<sched::NicLinkModel>(sched::NicLinkModel::Options::FromParams());
-//   absl::StatusOr<std::unique_ptr<sched::Engine>> engine = MakeEngineFromParams(&gates, *model);
+//   std::unique_ptr<OpLinks> links = OpLinks::FromParams();
+//   absl::StatusOr<std::unique_ptr<sched::Engine>> engine = MakeEngineFromParams(&gates, *links);
 //
 // An occupancy source that cannot be opened is not an error: the engine
 // runs without occupancy input and one INFO line says why (TRIRACE_OCCUPANCY
@@ -22,7 +22,7 @@
 #include "absl/status/statusor.h"
 #include "common/params.h"
 #include "scheduler/engine.h"
-#include "scheduler/link_model.h"
+#include "interpose/op_links.h"
 #include "scheduler/occupancy_reader.h"
 #include "scheduler/policy.h"
 
@@ -40,11 +40,11 @@ absl::StatusOr<std::unique_ptr<sched::OccupancyReader>> MakeOccupancyReader(
     const std::string& sysfs_root = "/sys/class/net");
 
 // An engine with the policy of TRIRACE_POLICY, `options`, the links of
-// `model` and the occupancy reader of TRIRACE_OCCUPANCY on the local NIC.
-// Links added later by `model` (new hosts) must be added with AddLink by the
-// caller, in the model's order.
+// `links` (registered; links added later are registered by
+// OpLinks::Publish) and the occupancy reader of TRIRACE_OCCUPANCY on this
+// host's NIC, measuring both of its links.
 absl::StatusOr<std::unique_ptr<sched::Engine>> MakeEngineFromParams(
-    sched::GateOpener* opener, const sched::NicLinkModel& model,
+    sched::GateOpener* opener, OpLinks& links,
     sched::EngineOptions options = sched::EngineOptions::FromParams());
 
 }  // namespace trirace::interpose

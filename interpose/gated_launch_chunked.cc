@@ -42,7 +42,7 @@ ncclResult_t GatedLauncher::LaunchGated(const Op& op, CommLane& lane, const Trac
     // The task is registered first: when the policy releases it at once the
     // stream needs no gate.
     sink_->RecordStarted();
-    if (!Submit(t, SpecFor(base, bytes, &lane), op.call_ns)) PutGate(lane, *t);
+    if (!Submit(t, SpecFor(base, bytes, lane.comm()), op.call_ns)) PutGate(lane, *t);
     const ncclResult_t r = CallReal(real_, part);
     TraceRecord rec = base;
     rec.result = r;
@@ -80,7 +80,7 @@ ncclResult_t GatedLauncher::LaunchUngatedP2P(const Op& op, const TraceRecord& ba
   t->records.push_back(base);
   t->records.back().result = r;
   sink_->RecordStarted();
-  Submit(t, SpecFor(base, op.bytes, nullptr), op.call_ns);
+  Submit(t, SpecFor(base, op.bytes, op.state), op.call_ns);
   if (absl::Status s = dev_.LaunchHostFunc(op.stream, &TicketDoneCallback, t); !s.ok()) {
     Fail(s, "queueing a completion callback");
     TicketDone(t);

@@ -2,6 +2,7 @@
 // gating is decided by its first op (UserGroup::gating), every op is issued
 // at call time, and the outermost GroupEnd turns the taken records into
 // one ticket.
+#include <algorithm>
 #include <utility>
 
 #include "common/clock.h"
@@ -18,10 +19,14 @@ struct GatedLauncher::TakenGroup {
   TraceRecord first;                          // the first op's record: tag and comm for the task
   TrafficClass traffic_class = TrafficClass::kDense;
   uint64_t bytes = 0;
+  std::vector<sched::LinkId> links;  // every op's, once each
 
-  explicit TakenGroup(UserGroup& g) {
+  TakenGroup(UserGroup& g, const OpLinks& op_links) {
     for (GroupOp& op : g.ops()) {
       if (!op.taken) continue;
+      for (sched::LinkId l : op_links.For(op.state, op.record.func, op.record.peer_or_root)) {
+        if (std::find(links.begin(), links.end(), l) == links.end()) links.push_back(l);
+      }
       const auto op_class = static_cast<TrafficClass>(op.record.op_class);
       if (records.empty()) {
         state = op.state;
@@ -73,12 +78,12 @@ ncclResult_t GatedLauncher::GroupEnd(UserGroup& g) {
   if (g.depth() > 0) return real_.GroupEnd();
   switch (g.gating) {
     case GroupGating::kGated: {
-      TakenGroup taken(g);
+      TakenGroup taken(g, *links_);
       return EndGatedGroup(taken, *g.lane);
     }
     case GroupGating::kP2P: {
       const ncclResult_t r = real_.GroupEnd();
-      TakenGroup taken(g);
+      TakenGroup taken(g, *links_);
       EndUngatedGroup(taken);
       return r;
     }
@@ -116,8 +121,9 @@ ncclResult_t GatedLauncher::EndGatedGroup(TakenGroup& g, CommLane& lane) {
   GateTicket* t = NewTicket(&lane, g.state);
   t->gated = ordered && lane.AcquireGate(&t->slot, &t->value);
   t->records = std::move(g.records);
-  sched::TaskSpec spec = SpecFor(g.first, g.bytes, &lane);
+  sched::TaskSpec spec = SpecFor(g.first, g.bytes, g.state);
   spec.traffic_class = g.traffic_class;
+  spec.links = std::move(g.links);
   if (!Submit(t, std::move(spec), MonotonicNs())) PutGate(lane, *t);
   const ncclResult_t r = real_.GroupEnd();
   if (absl::Status s = dev_.LaunchHostFunc(lane.stream(), &TicketDoneCallback, t); !s.ok()) {
@@ -136,8 +142,9 @@ void GatedLauncher::EndUngatedGroup(TakenGroup& g) {
   GateTicket* t = NewTicket(nullptr, g.state);
   t->records = std::move(g.records);
   t->streams_left.store(static_cast<int>(g.streams.size()), std::memory_order_relaxed);
-  sched::TaskSpec spec = SpecFor(g.first, g.bytes, nullptr);
+  sched::TaskSpec spec = SpecFor(g.first, g.bytes, g.state);
   spec.traffic_class = g.traffic_class;
+  spec.links = std::move(g.links);
   Submit(t, std::move(spec), MonotonicNs());
   for (device::StreamHandle s : g.streams) {
     if (absl::Status st = dev_.LaunchHostFunc(s, &TicketDoneCallback, t); !st.ok()) {

@@ -52,11 +52,17 @@ absl::StatusOr<std::unique_ptr<GatedLauncher>> GatedLauncher::Create(const RealN
         "stream");
   }
   std::unique_ptr<GatedLauncher> l(new GatedLauncher(real, sink, dev));
-  l->links_ = std::make_unique<sched::NicLinkModel>(sched::NicLinkModel::Options::FromParams());
-  l->local_links_ = l->links_->LinksFor({});  // peers unknown: the op leaves through the local NIC
+  l->links_ = OpLinks::FromParams();
   absl::StatusOr<std::unique_ptr<sched::Engine>> engine = MakeEngineFromParams(l.get(), *l->links_);
   if (!engine.ok()) return engine.status();
   l->engine_ = *std::move(engine);
+  if (ParamBool(ParamId::kPeerExchange)) {
+    GatedLauncher* self = l.get();
+    l->exchange_ = std::make_unique<PeerExchange>(
+        real, dev, [self](CommState& state, absl::StatusOr<std::vector<topo::PeerIdentity>> ranks) {
+          self->PeersKnown(state, std::move(ranks));
+        });
+  }
   l->watchdog_ = std::make_unique<GateWatchdog>(
       l->engine_->options().max_hold_ns, [](GateTicket* t) { MarkRelease(t, sched::ReleaseReason::kMaxHold); });
   if (absl::Status s = l->watchdog_->Start(); !s.ok()) return s;
@@ -126,12 +132,12 @@ GateTicket* GatedLauncher::NewTicket(CommLane* lane, CommState* state) {
   return t;
 }
 
-sched::TaskSpec GatedLauncher::SpecFor(const TraceRecord& base, uint64_t bytes, const CommLane* lane) const {
+sched::TaskSpec GatedLauncher::SpecFor(const TraceRecord& base, uint64_t bytes, const CommState* state) const {
   sched::TaskSpec spec;
-  spec.comm = lane != nullptr ? lane->comm()->id : 0;
+  spec.comm = state != nullptr ? state->id : 0;
   spec.traffic_class = static_cast<TrafficClass>(base.op_class);
   spec.bytes = bytes;
-  spec.links = local_links_;
+  spec.links = links_->For(state, base.func, base.peer_or_root);
   spec.tag = base.tag;
   return spec;
 }

@@ -39,6 +39,10 @@
 // stall every stream); the shim does not call it when no device backend
 // opens.
 //
+// Links: each task carries the links its op crosses (op_links.h), known
+// once the comm's ranks have exchanged their identities (peer_exchange.h,
+// run by CommsReady when the comm is created); until then this rank's NIC.
+//
 // Gates open when the engine releases the task (GateOpener::OpenGate) or,
 // at the latest, by the hold bound: the engine applies it itself, and the
 // GateWatchdog opens any gate the engine has not opened by then.
@@ -74,7 +78,8 @@
 #include "interpose/gate_watchdog.h"
 #include "interpose/launcher.h"
 #include "scheduler/engine.h"
-#include "scheduler/link_model.h"
+#include "interpose/op_links.h"
+#include "interpose/peer_exchange.h"
 
 namespace trirace::interpose {
 
@@ -111,6 +116,9 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   bool gated() const override { return true; }
   absl::string_view name() const override { return "gated"; }
   void BeginIteration(int64_t iteration) override;
+  // Runs the peer exchange (peer_exchange.h) on each blocking comm of more
+  // than one rank, in one real group when there are several.
+  void CommsReady(std::span<CommState* const> states) override;
   void Shutdown() override;
 
   // sched::GateOpener
@@ -145,7 +153,11 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   void EndUngatedGroup(TakenGroup& g);
 
   GateTicket* NewTicket(CommLane* lane, CommState* state);
-  sched::TaskSpec SpecFor(const TraceRecord& base, uint64_t bytes, const CommLane* lane) const;
+  // The task of `base` (an op of comm `state`); `links` as OpLinks::For
+  // gives them for it unless given.
+  sched::TaskSpec SpecFor(const TraceRecord& base, uint64_t bytes, const CommState* state) const;
+  // The exchange's completion (a driver thread).
+  void PeersKnown(CommState& state, absl::StatusOr<std::vector<topo::PeerIdentity>> ranks);
   // Registers the ticket's task; a gated one not released at once is
   // watched. True when no gate is needed on the stream (ungated, or the
   // policy released it inside Submit).
@@ -159,9 +171,9 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   const RealNccl& real_;
   RecordSink* const sink_;
   device::Device& dev_;  // the shim's
-  std::unique_ptr<sched::NicLinkModel> links_;
-  std::vector<sched::LinkId> local_links_;
+  std::unique_ptr<OpLinks> links_;
   std::unique_ptr<sched::Engine> engine_;
+  std::unique_ptr<PeerExchange> exchange_;  // nullptr: TRIRACE_PEER_EXCHANGE=0
   std::unique_ptr<GateWatchdog> watchdog_;
   uint64_t chunk_bytes_ = 0;
   uint32_t excluded_roles_ = 0;

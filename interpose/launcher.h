@@ -29,6 +29,8 @@
 #ifndef TRIRACE_INTERPOSE_LAUNCHER_H_
 #define TRIRACE_INTERPOSE_LAUNCHER_H_
 
+#include <span>
+
 #include "absl/strings/string_view.h"
 #include "interpose/op.h"
 #include "interpose/real_nccl.h"
@@ -79,6 +81,12 @@ class Launcher {
   // True when this launcher controls when ops run (schedule mode).
   virtual bool gated() const = 0;
   virtual absl::string_view name() const = 0;
+
+  // Blocking comms that just became usable (created outside a group, or by
+  // the group that just ended), before the application issues anything on
+  // them; several when one call or group made several. The gated launcher
+  // runs the peer exchange here (peer_exchange.h).
+  virtual void CommsReady(std::span<CommState* const> /*states*/) {}
 
   // trirace_iteration_begin() (feeds the scheduler's deadline rule).
   virtual void BeginIteration(int64_t /*iteration*/) {}

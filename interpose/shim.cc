@@ -286,6 +286,8 @@ ncclResult_t Shim::GroupSimulateEnd(ncclSimInfo_t* info) {
 }
 
 void Shim::EndGroup(UserGroup& group, bool launched) {
+  // Comms the group created are initialised now (when it succeeded).
+  const std::vector<CommState*> created = launched ? group.created_comms() : std::vector<CommState*>();
   for (GroupOp& op : group.ops()) {
     if (op.taken) continue;  // the launcher finished or will finish it
     if (launched) {
@@ -297,10 +299,11 @@ void Shim::EndGroup(UserGroup& group, bool launched) {
     }
   }
   group.Reset();
+  if (!created.empty()) launcher_->CommsReady(created);
 }
 
-void Shim::OnCommCreated(const NewComm& c, int64_t start_ns, ncclResult_t result) {
-  const CommState* registered_state = nullptr;
+CommState* Shim::OnCommCreated(const NewComm& c, int64_t start_ns, ncclResult_t result) {
+  CommState* registered_state = nullptr;
   if ((result == ncclSuccess || result == ncclInProgress) && c.comm != nullptr) {
     auto state = std::make_unique<CommState>();
     state->comm = c.comm;
@@ -323,6 +326,17 @@ void Shim::OnCommCreated(const NewComm& c, int64_t start_ns, ncclResult_t result
     }
   }
   RecordCommEvent(c.call, registered_state, start_ns, result);
+  return registered_state;
+}
+
+void Shim::OnCommsReady(std::span<CommState* const> states) {
+  if (states.empty() || launcher_ == nullptr) return;
+  UserGroup& group = ThisThreadGroup();
+  if (group.depth() > 0) {
+    for (CommState* s : states) group.AddCreatedComm(s);
+    return;
+  }
+  launcher_->CommsReady(states);
 }
 
 CommState* Shim::OnCommRemoving(ncclComm_t comm) {

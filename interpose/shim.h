@@ -47,6 +47,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -118,7 +119,12 @@ class Shim final : private RecordSink {
   ncclResult_t GroupSimulateEnd(ncclSimInfo_t* info);
 
   // Comm lifecycle, called by the wrappers around the real call.
-  void OnCommCreated(const NewComm& created, int64_t start_ns, ncclResult_t result);
+  // Returns the registered state, or nullptr (failed call, no comm).
+  CommState* OnCommCreated(const NewComm& created, int64_t start_ns, ncclResult_t result);
+  // After a creating call returned ncclSuccess: hands the new blocking comms
+  // to the launcher (Launcher::CommsReady), or, inside a group, keeps them
+  // until its outermost end succeeded.
+  void OnCommsReady(std::span<CommState* const> states);
   // Before the real destroy/abort/finalize: takes the comm out of the
   // registry (so a new comm reusing the address is never confused with it).
   CommState* OnCommRemoving(ncclComm_t comm);

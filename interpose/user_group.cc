@@ -16,6 +16,7 @@ bool UserGroup::Leave() {
 
 void UserGroup::Reset() {
   ops_.clear();
+  created_.clear();
   gating = GroupGating::kUndecided;
   lane = nullptr;
 }

@@ -68,7 +68,11 @@ class UserGroup {
   std::vector<GroupOp>& ops() { return ops_; }
   const std::vector<GroupOp>& ops() const { return ops_; }
 
-  // Forgets the closed group: its ops and the launcher's decision.
+  // Comms created inside the group: usable once its outermost end succeeded.
+  void AddCreatedComm(CommState* state) { created_.push_back(state); }
+  const std::vector<CommState*>& created_comms() const { return created_; }
+
+  // Forgets the closed group: its ops, created comms and the launcher's decision.
   void Reset();
 
   // The gated launcher's decision and, for kGated, the lane it runs on.
@@ -79,6 +83,7 @@ class UserGroup {
   int depth_ = 0;
   uint64_t id_ = 0;
   std::vector<GroupOp> ops_;
+  std::vector<CommState*> created_;
 };
 
 // The calling thread's group.

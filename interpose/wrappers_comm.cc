@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "common/clock.h"
 #include "interpose/comm_state.h"
@@ -23,6 +24,11 @@ using trirace::interpose::Shim;
 namespace {
 
 bool Created(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
+
+// A comm that a call created and that is usable now goes to the launcher.
+void Ready(Shim& shim, CommState* state, ncclResult_t r) {
+  if (state != nullptr && r == ncclSuccess) shim.OnCommsReady({&state, 1});
+}
 
 // Whether a comm made with `config` is nonblocking: config->blocking = 0 when
 // the caller's struct holds that field, else NCCL's default (NCCL_COMM_BLOCKING).
@@ -72,7 +78,7 @@ ncclResult_t InitRank(Shim& shim, CommCall call, ncclComm_t* comm, int nranks, c
   c.nranks = nranks;
   c.nonblocking = r == ncclInProgress || Nonblocking(call == CommCall::kInitRank ? nullptr : config, false);
   Describe(shim, r, &c);
-  shim.OnCommCreated(c, t0, r);
+  Ready(shim, shim.OnCommCreated(c, t0, r), r);
   return r;
 }
 
@@ -134,6 +140,7 @@ TRIRACE_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const in
   const int64_t t0 = MonotonicNs();
   const ncclResult_t r = Forward(shim, &RealNccl::CommInitAll, "ncclCommInitAll", comm, ndev, devlist);
   const uint64_t id = trirace::interpose::CommIdForInitAll(static_cast<int>(getpid()), shim.NextInitAllSequence());
+  std::vector<CommState*> ready;
   for (int i = 0; i < ndev; ++i) {
     NewComm c;
     c.call = CommCall::kInitAll;
@@ -142,9 +149,11 @@ TRIRACE_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const in
     c.rank = i;
     c.nranks = ndev;
     Describe(shim, r, &c);
-    shim.OnCommCreated(c, t0, r);
+    CommState* state = shim.OnCommCreated(c, t0, r);
     if (r != ncclSuccess) break;  // one failed event is enough
+    if (state != nullptr) ready.push_back(state);
   }
+  shim.OnCommsReady(ready);  // together: one thread drives every device
   return r;
 }
 
@@ -169,7 +178,8 @@ TRIRACE_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, n
   // A split without a config inherits the parent's.
   c.nonblocking = r == ncclInProgress || Nonblocking(config, parent != nullptr && parent->nonblocking);
   Describe(shim, r, &c);
-  if (c.comm != nullptr || !Created(r)) shim.OnCommCreated(c, t0, r);  // NCCL_SPLIT_NOCOLOR: no new comm
+  // NCCL_SPLIT_NOCOLOR: no new comm.
+  if (c.comm != nullptr || !Created(r)) Ready(shim, shim.OnCommCreated(c, t0, r), r);
   return r;
 }
 
@@ -193,7 +203,7 @@ TRIRACE_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksLis
   c.id = trirace::interpose::CommIdForShrink(c.parent_id, index, excludeRanksList, excludeRanksCount);
   c.nonblocking = r == ncclInProgress || Nonblocking(config, parent != nullptr && parent->nonblocking);
   Describe(shim, r, &c);
-  if (c.comm != nullptr || !Created(r)) shim.OnCommCreated(c, t0, r);
+  if (c.comm != nullptr || !Created(r)) Ready(shim, shim.OnCommCreated(c, t0, r), r);
   return r;
 }
 

@@ -9,7 +9,7 @@
 //   };
 //   sched::Engine engine(std::make_unique<sched::TriracePolicy>(config), &gates,
 //                        sched::EngineOptions::FromParams());
-//   for (const sched::LinkSpec& l : link_model.links()) engine.AddLink(l);
+//   for (const topo::Link& l : system_links.LinksFrom(0)) engine.AddLink({l.name, l.gbps * 1e9 / 8});
 //   engine.SetCompletionPoller(&launcher);              // or call Complete()
 //   ...
 //   // at call time, after the gate and the real NCCL call are on the stream:
@@ -77,7 +77,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
-#include "scheduler/link_model.h"
+#include "scheduler/link_spec.h"
 #include "scheduler/link_table.h"
 #include "scheduler/occupancy_reader.h"
 #include "scheduler/occupancy_sampler.h"

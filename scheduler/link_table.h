@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "scheduler/link_model.h"
+#include "scheduler/link_spec.h"
 #include "scheduler/policy.h"
 #include "scheduler/task.h"
 

@@ -104,6 +104,40 @@ class CudaDevice final : public Device {
     return d_->Check(d_->api.EventSynchronize(E(e)), "cuEventSynchronize");
   }
 
+  absl::StatusOr<CurrentDevice> MakeCurrent(int ordinal) override {
+    const cu::Api& a = d_->api;
+    if (a.DeviceGet == nullptr || a.DevicePrimaryCtxRetain == nullptr || a.DevicePrimaryCtxRelease == nullptr ||
+        a.CtxSetCurrent == nullptr) {
+      return absl::UnimplementedError("the CUDA driver lacks the primary-context calls");
+    }
+    cu::Context previous = nullptr;
+    TRIRACE_DEVICE_CHECK(a.CtxGetCurrent(&previous), "cuCtxGetCurrent");
+    cu::Device dev = 0;
+    TRIRACE_DEVICE_CHECK(a.DeviceGet(&dev, ordinal), "cuDeviceGet");
+    cu::Context ctx = nullptr;
+    TRIRACE_DEVICE_CHECK(a.DevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+    if (const cu::Result r = a.CtxSetCurrent(ctx); r != cu::kSuccess) {
+      a.DevicePrimaryCtxRelease(dev);
+      return d_->Check(r, "cuCtxSetCurrent");
+    }
+    const cu::Api* api = &a;
+    return CurrentDevice([api, previous, dev] {
+      api->CtxSetCurrent(previous);
+      api->DevicePrimaryCtxRelease(dev);
+    });
+  }
+
+  absl::StatusOr<std::string> PciBusId(int ordinal) override {
+    if (d_->api.DeviceGet == nullptr || d_->api.DeviceGetPCIBusId == nullptr) {
+      return absl::UnimplementedError("the CUDA driver lacks cuDeviceGetPCIBusId");
+    }
+    cu::Device dev = 0;
+    TRIRACE_DEVICE_CHECK(d_->api.DeviceGet(&dev, ordinal), "cuDeviceGet");
+    char busid[32] = {};
+    TRIRACE_DEVICE_CHECK(d_->api.DeviceGetPCIBusId(busid, sizeof(busid) - 1, dev), "cuDeviceGetPCIBusId");
+    return std::string(busid);
+  }
+
   absl::StatusOr<std::unique_ptr<GateBlock>> AllocateGates(size_t count) override {
     if (count == 0) return absl::InvalidArgumentError("AllocateGates: count must be at least 1");
     cu::Context ctx = nullptr;
@@ -203,6 +237,11 @@ absl::StatusOr<std::unique_ptr<Device>> OpenCudaDevice(const char* library) {
       {"cuStreamIsCapturing", Resolve(h, "cuStreamIsCapturing", &a.StreamIsCapturing)},
       {"cuLaunchHostFunc", Resolve(h, "cuLaunchHostFunc", &a.LaunchHostFunc)},
   };
+  Resolve(h, "cuDeviceGet", &a.DeviceGet);
+  Resolve(h, "cuDeviceGetPCIBusId", &a.DeviceGetPCIBusId);
+  Resolve(h, "cuDevicePrimaryCtxRetain", &a.DevicePrimaryCtxRetain);
+  Resolve(h, "cuDevicePrimaryCtxRelease_v2", &a.DevicePrimaryCtxRelease);
+  Resolve(h, "cuCtxSetCurrent", &a.CtxSetCurrent);
   for (const Entry& e : entries) {
     if (!e.ok) {
       return absl::FailedPreconditionError(

@@ -58,6 +58,13 @@ struct Api {
   Result (*MemFreeHost)(void* p);
   Result (*StreamIsCapturing)(Stream stream, int* status);
   Result (*LaunchHostFunc)(Stream stream, HostFn fn, void* arg);
+  // Optional (nullptr when absent): the PCI bus id of a device ordinal.
+  Result (*DeviceGet)(Device* device, int ordinal);
+  Result (*DeviceGetPCIBusId)(char* busid, int len, Device device);
+  // Optional: making a device's primary context current for a while.
+  Result (*DevicePrimaryCtxRetain)(Context* ctx, Device device);
+  Result (*DevicePrimaryCtxRelease)(Device device);  // _v2
+  Result (*CtxSetCurrent)(Context ctx);
 };
 
 }  // namespace trirace::device::cu

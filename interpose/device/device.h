@@ -37,7 +37,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -75,6 +78,21 @@ class GateBlock {
   const size_t size_;
 };
 
+// Restores the previous current device when it goes (Device::MakeCurrent).
+class CurrentDevice {
+ public:
+  CurrentDevice() = default;
+  explicit CurrentDevice(std::function<void()> restore) : restore_(std::move(restore)) {}
+  CurrentDevice(CurrentDevice&& o) noexcept : restore_(std::exchange(o.restore_, nullptr)) {}
+  CurrentDevice& operator=(CurrentDevice&&) = delete;
+  ~CurrentDevice() {
+    if (restore_) restore_();
+  }
+
+ private:
+  std::function<void()> restore_;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -107,6 +125,15 @@ class Device {
   virtual absl::StatusOr<bool> IsCapturing(StreamHandle stream) = 0;
   // Runs fn(arg) on a driver thread once `stream` reaches this point.
   virtual absl::Status LaunchHostFunc(StreamHandle stream, HostFn fn, void* arg) = 0;
+
+  // Makes device `ordinal` the calling thread's current one until the
+  // result goes (CUDA: its primary context, then the previous context
+  // again), so streams and buffers made meanwhile belong to it.
+  virtual absl::StatusOr<CurrentDevice> MakeCurrent(int ordinal) = 0;
+
+  // The PCI bus id ("0000:3B:00.0") of device `ordinal`; NotFound on a
+  // backend without GPUs (host), Unimplemented when the driver cannot tell.
+  virtual absl::StatusOr<std::string> PciBusId(int ordinal) = 0;
 };
 
 // The CUDA backend. Fails with FailedPrecondition "no CUDA driver: ..." when

@@ -5,6 +5,8 @@
 
 #include <new>
 
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "interpose/device/device.h"
 #include "nccl.h"
@@ -114,6 +116,10 @@ class HostDevice final : public Device {
 
   absl::Status LaunchHostFunc(StreamHandle s, HostFn fn, void* arg) override {
     return Check(api_.LaunchHostFunc(S(s), fn, arg), "hostcclLaunchHostFunc");
+  }
+  absl::StatusOr<CurrentDevice> MakeCurrent(int) override { return CurrentDevice(); }
+  absl::StatusOr<std::string> PciBusId(int ordinal) override {
+    return absl::NotFoundError(absl::StrCat("host streams: device ", ordinal, " is not a GPU"));
   }
 
  private:

@@ -29,10 +29,12 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "gtest/gtest.h"
@@ -151,6 +153,10 @@ class FakeDevice final : public device::Device {
   }
   absl::Status LaunchHostFunc(device::StreamHandle s, device::HostFn fn, void* arg) override {
     return Enqueue(s, [fn, arg] { fn(arg); });
+  }
+  absl::StatusOr<device::CurrentDevice> MakeCurrent(int) override { return device::CurrentDevice(); }
+  absl::StatusOr<std::string> PciBusId(int ordinal) override {
+    return absl::StrFormat("0000:%02X:00.0", 0x10 + ordinal);
   }
 
   // The fake NCCL's stream work.

@@ -113,7 +113,7 @@ struct EngineOnVeth0 {
   }
   explicit EngineOnVeth0(std::unique_ptr<Policy> policy)
       : engine(std::move(policy), &opener, Options(&clock)),
-        nic(engine.AddLink({.name = "nic:a", .capacity_bytes_per_s = 1e10, .interface = "veth0"})) {}
+        nic(engine.AddLink({.name = "nic:a", .capacity_bytes_per_s = 1e10})) {}
 
   ManualClock clock{0};
   struct : GateOpener {

@@ -1,0 +1,79 @@
+// OpLinks: the links each op is charged, before and after its comm's peers
+// are published, and their registration with the engine in id order.
+#include "interpose/op_links.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "interpose/comm_state.h"
+#include "scheduler/fifo_policy.h"
+
+namespace trirace::interpose {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::UnorderedElementsAre;
+
+class NoGates : public sched::GateOpener {
+ public:
+  void OpenGate(const sched::ReleasedTask&) override {}
+};
+
+class OpLinksTest : public ::testing::Test {
+ protected:
+  OpLinksTest()
+      : links_(topo::HostNicSystem("a", "eth0", 100),
+               topo::LocalNic{.host_key = "a", .interface = "eth0", .gbps = 100}),
+        engine_(std::make_unique<sched::FifoPolicy>(), &gates_, {.start_thread = false}) {
+    links_.Register(engine_);
+    state_.rank = 0;
+    state_.nranks = 3;
+  }
+
+  std::vector<std::string> Names(const std::vector<sched::LinkId>& ids) const {
+    std::vector<std::string> out;
+    const std::vector<topo::Link> all = links_.system_links().LinksFrom(0);
+    for (sched::LinkId id : ids) out.push_back(all.at(id).name);
+    return out;
+  }
+
+  OpLinks links_;
+  NoGates gates_;
+  sched::Engine engine_;
+  CommState state_;
+};
+
+TEST_F(OpLinksTest, BeforeThePeersAreKnownEveryOpIsChargedThisHostsNic) {
+  EXPECT_THAT(Names(links_.For(&state_, NcclFunc::kAllReduce, -1)), ElementsAre("nic-tx:a/eth0", "nic-rx:a/eth0"));
+  EXPECT_THAT(Names(links_.For(&state_, NcclFunc::kSend, 1)), ElementsAre("nic-tx:a/eth0", "nic-rx:a/eth0"));
+  EXPECT_THAT(Names(links_.For(nullptr, NcclFunc::kRecv, 1)), ElementsAre("nic-tx:a/eth0", "nic-rx:a/eth0"));
+  using Device = std::pair<std::string, sched::LinkId>;
+  EXPECT_THAT(links_.OccupancyDevices(), ElementsAre(Device("eth0", 0), Device("eth0", 1)));
+}
+
+TEST_F(OpLinksTest, PublishedPeersGiveEachOpItsPathAndNewLinksReachTheEngine) {
+  const topo::PeerIdentity me = links_.LocalIdentity("");
+  const topo::PeerIdentity same_host = me;
+  const topo::PeerIdentity other{.host = "b", .gpu_pci = "", .nic = "eth1", .rail = 0, .nic_gbps = 25};
+  const CommPeers* p = links_.Publish(state_, 0, {me, same_host, other}, engine_);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(state_.peers.load(), p);
+  EXPECT_EQ(p->hosts, 2);
+  EXPECT_THAT(Names(links_.For(&state_, NcclFunc::kSend, 2)), ElementsAre("nic-tx:a/eth0", "nic-rx:b/eth1"));
+  EXPECT_THAT(Names(links_.For(&state_, NcclFunc::kRecv, 2)), ElementsAre("nic-tx:b/eth1", "nic-rx:a/eth0"));
+  EXPECT_THAT(Names(links_.For(&state_, NcclFunc::kSend, 1)), ElementsAre("shm:a"));
+  EXPECT_THAT(Names(links_.For(&state_, NcclFunc::kAllGather, -1)),
+              UnorderedElementsAre("shm:a", "nic-tx:a/eth0", "nic-rx:b/eth1", "nic-tx:b/eth1", "nic-rx:a/eth0"));
+  // A peer out of range keeps the local NIC.
+  EXPECT_THAT(Names(links_.For(&state_, NcclFunc::kSend, 7)), ElementsAre("nic-tx:a/eth0", "nic-rx:a/eth0"));
+  // Every link the topology has now is registered with the engine, in id order.
+  EXPECT_EQ(engine_.AddLink({.name = "probe"}), links_.system_links().size());
+  // A second publication is ignored.
+  EXPECT_EQ(links_.Publish(state_, 0, {me, me, me}, engine_), p);
+}
+
+}  // namespace
+}  // namespace trirace::interpose

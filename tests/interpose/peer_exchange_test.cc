@@ -1,0 +1,134 @@
+// The peer exchange (interpose/peer_exchange.h) in 4-rank jobs over hostccl
+// with the shim preloaded in schedule mode: every blocking comm — made by
+// init, by split, by two threads at once, inside a group — learns the host
+// of each of its ranks (two "hosts" by TRIRACE_HOST_ID); a nonblocking comm
+// is left alone; every all-reduce is right (the extra all-gather neither
+// reorders nor deadlocks anything); TRIRACE_PEER_EXCHANGE=0 and observe
+// mode exchange nothing.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rank_launcher.h"
+
+namespace trirace::interpose::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::UnorderedElementsAre;
+using testing_support::ProcessResult;
+
+constexpr int kRanks = 4;
+const std::vector<std::string> kUnset = {"LD_PRELOAD",          "TRIRACE_MODE",         "TRIRACE_TRACE",
+                                         "TRIRACE_NCCL_LIBRARY", "TRIRACE_DEBUG",        "TRIRACE_DEBUG_FILE",
+                                         "TRIRACE_DEBUG_SUBSYS", "NCCL_NET_PLUGIN",      "TRIRACE_POLICY",
+                                         "TRIRACE_HOST_ID",      "TRIRACE_PEER_EXCHANGE", "TRIRACE_TOPO_FILE"};
+
+class PeerExchangeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(HOSTCCL_LIBRARY)) GTEST_SKIP() << "hostccl is not built: " << HOSTCCL_LIBRARY;
+  }
+
+  // Ranks 0, 1 on host `a`, ranks 2, 3 on `b`.
+  static std::vector<ProcessResult> Run(std::vector<std::pair<std::string, std::string>> env,
+                                        const std::string& a = "hA", const std::string& b = "hB") {
+    RankJob job;
+    job.nranks = kRanks;
+    job.argv = [a, b](int rank) {
+      return std::vector<std::string>{"/usr/bin/env", "TRIRACE_HOST_ID=" + (rank < 2 ? a : b),
+                                      PEER_RANKS, "--lib", HOSTCCL_LIBRARY, "--rank", std::to_string(rank),
+                                      "--nranks", std::to_string(kRanks)};
+    };
+    env.emplace_back("LD_PRELOAD", SHIM_PATH);
+    env.emplace_back("TRIRACE_DEBUG", "INFO");
+    env.emplace_back("TRIRACE_DEBUG_SUBSYS", "TOPO");
+    job.set_env = std::move(env);
+    job.unset_env = kUnset;
+    job.timeout_ms = 120000;
+    return LaunchRanks(job);
+  }
+
+  // The "hosts [...]" lists of a rank's log, one per exchanged comm.
+  static std::vector<std::string> HostLists(const std::string& log) {
+    std::vector<std::string> out;
+    static const std::regex kLine(R"(peers of rank \d+: hosts \[([^\]]*)\])");
+    for (std::sregex_iterator it(log.begin(), log.end(), kLine), end; it != end; ++it) out.push_back((*it)[1]);
+    return out;
+  }
+
+  static void ExpectAllCommsRight(const std::vector<ProcessResult>& ranks) {
+    ASSERT_EQ(ranks.size(), static_cast<size_t>(kRanks));
+    for (int r = 0; r < kRanks; ++r) {
+      ASSERT_FALSE(ranks[r].timed_out) << "rank " << r << " hung: " << ranks[r].err;
+      EXPECT_EQ(ranks[r].exit_code, 0) << "rank " << r << ": " << ranks[r].out << ranks[r].err;
+      for (const char* comm : {"world 10", "split 3", "thread0 10", "thread1 10", "grouped 10", "nonblocking 10"}) {
+        EXPECT_THAT(ranks[r].out, HasSubstr(std::string("ok ") + comm)) << "rank " << r;
+      }
+      EXPECT_THAT(ranks[r].out, HasSubstr("done"));
+    }
+  }
+};
+
+TEST_F(PeerExchangeTest, EveryBlockingCommLearnsTheHostOfEachRank) {
+  const std::vector<ProcessResult> ranks = Run({{"TRIRACE_MODE", "schedule"}});
+  ExpectAllCommsRight(ranks);
+  for (int r = 0; r < kRanks; ++r) {
+    // world, the two thread comms and the grouped one span both hosts in
+    // rank order; the split pairs rank r with r + 2 (the other host); the
+    // nonblocking comm is not exchanged.
+    EXPECT_THAT(HostLists(ranks[r].err),
+                UnorderedElementsAre("hA hA hB hB", "hA hB", "hA hA hB hB", "hA hA hB hB", "hA hA hB hB"))
+        << "rank " << r << ": " << ranks[r].err;
+    EXPECT_THAT(ranks[r].err, Not(HasSubstr("peer exchange failed")));
+    EXPECT_THAT(ranks[r].err, Not(HasSubstr("not issued")));
+  }
+}
+
+TEST_F(PeerExchangeTest, ATopologyFileGivesTheLinksAndABadOneFallsBackWithOneWarning) {
+  const std::string spec = std::string(TRIRACE_TOPO_TEST_DATA) + "/two_hosts_2rail.json";
+  std::vector<ProcessResult> ranks = Run({{"TRIRACE_MODE", "schedule"}, {"TRIRACE_TOPO_FILE", spec}}, "node0", "node1");
+  ExpectAllCommsRight(ranks);
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_THAT(ranks[r].err, HasSubstr("topology from " + spec + ": 2 host(s); this host is \"node"));
+    EXPECT_THAT(HostLists(ranks[r].err), ::testing::Contains("node0 node0 node1 node1")) << ranks[r].err;
+  }
+
+  const std::string dir = testing_support::MakeTempDir("trirace-peer-exchange");
+  const std::string bad = dir + "/truncated.json";
+  { std::ofstream(bad) << R"({"hosts": [{"key": "node0", "nics": [{"name": )"; }
+  ranks = Run({{"TRIRACE_MODE", "schedule"}, {"TRIRACE_TOPO_FILE", bad}});
+  ExpectAllCommsRight(ranks);
+  for (int r = 0; r < kRanks; ++r) {
+    const std::string& log = ranks[r].err;
+    size_t warnings = 0;
+    for (size_t at = log.find("TRIRACE_TOPO_FILE=" + bad); at != std::string::npos;
+         at = log.find("TRIRACE_TOPO_FILE=" + bad, at + 1)) {
+      ++warnings;
+    }
+    EXPECT_EQ(warnings, 1u) << log;
+    EXPECT_THAT(log, HasSubstr("using one NIC per host"));
+    EXPECT_EQ(HostLists(log).size(), 5u) << "the exchange still runs on the host-NIC model: " << log;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(PeerExchangeTest, OffOrOutsideScheduleModeNothingIsExchanged) {
+  for (const auto& env : std::vector<std::vector<std::pair<std::string, std::string>>>{
+           {{"TRIRACE_MODE", "schedule"}, {"TRIRACE_PEER_EXCHANGE", "0"}}, {{"TRIRACE_MODE", "observe"}}}) {
+    const std::vector<ProcessResult> ranks = Run(env);
+    ExpectAllCommsRight(ranks);
+    for (int r = 0; r < kRanks; ++r) EXPECT_TRUE(HostLists(ranks[r].err).empty()) << ranks[r].err;
+  }
+}
+
+}  // namespace
+}  // namespace trirace::interpose::testing

@@ -1,0 +1,154 @@
+// peer_ranks: one rank of a job that creates communicators every way an
+// application can — CommInitRank, CommSplit, two comms initialised at once
+// from two threads, a comm initialised inside a group, a nonblocking comm —
+// and checks an all-reduce on each, for the shim's peer exchange tests
+// (tests/interpose/peer_exchange_test.cc). It prints "ok <name> <sum>" per
+// comm, or "bad ..." and exits non-zero.
+//
+// usage: peer_ranks --lib <libnccl> --rank R --nranks N [--uid HEX]
+// Rank 0 without --uid prints "uid <hex>" first (see rank_launcher.h).
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nccl.h"
+#include "nccl_adapter/unique_id_text.h"
+
+namespace {
+
+template <typename Fn>
+Fn Lookup(void* handle, const char* name) {
+  void* p = dlsym(handle, name);
+  if (p == nullptr) {
+    std::fprintf(stderr, "peer_ranks: %s not found\n", name);
+    std::exit(3);
+  }
+  return reinterpret_cast<Fn>(p);
+}
+#define NCCL(name) Lookup<decltype(&::name)>(RTLD_DEFAULT, #name)
+
+using StreamCreateFn = ncclResult_t (*)(cudaStream_t*);
+using StreamSyncFn = ncclResult_t (*)(cudaStream_t);
+StreamCreateFn g_stream_create;
+StreamSyncFn g_stream_sync;
+
+// All-reduces rank+1 over `comm` and checks the sum of 1..nranks.
+bool Check(const char* name, ncclComm_t comm) {
+  int rank = 0, nranks = 0;
+  NCCL(ncclCommUserRank)(comm, &rank);
+  NCCL(ncclCommCount)(comm, &nranks);
+  cudaStream_t stream = nullptr;
+  if (g_stream_create(&stream) != ncclSuccess) return false;
+  int32_t in = rank + 1, out = 0;
+  const ncclResult_t r = NCCL(ncclAllReduce)(&in, &out, 1, ncclInt32, ncclSum, comm, stream);
+  const ncclResult_t s = g_stream_sync(stream);
+  const int32_t want = nranks * (nranks + 1) / 2;
+  if ((r != ncclSuccess && r != ncclInProgress) || s != ncclSuccess || out != want) {
+    std::printf("bad %s rc=%d sync=%d sum=%d want=%d\n", name, r, s, out, want);
+    return false;
+  }
+  std::printf("ok %s %d\n", name, out);
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string lib, uid;
+  int rank = -1, nranks = 0;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--lib") lib = v;
+    else if (k == "--rank") rank = std::atoi(v.c_str());
+    else if (k == "--nranks") nranks = std::atoi(v.c_str());
+    else if (k == "--uid") uid = v;
+  }
+  if (lib.empty() || rank < 0 || nranks < 2 || rank >= nranks) {
+    std::fprintf(stderr, "usage: peer_ranks --lib LIB --rank R --nranks N [--uid HEX]\n");
+    return 2;
+  }
+  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (h == nullptr) {
+    std::fprintf(stderr, "peer_ranks: cannot load %s: %s\n", lib.c_str(), dlerror());
+    return 3;
+  }
+  g_stream_create = Lookup<StreamCreateFn>(h, "hostcclStreamCreate");
+  g_stream_sync = Lookup<StreamSyncFn>(h, "hostcclStreamSynchronize");
+
+  ncclUniqueId id;
+  if (uid.empty()) {
+    if (NCCL(ncclGetUniqueId)(&id) != ncclSuccess) return 4;
+    std::printf("uid %s\n", trirace::UniqueIdToHex(id).c_str());
+    std::fflush(stdout);
+  } else if (!trirace::UniqueIdFromHex(uid, &id)) {
+    return 2;
+  }
+  bool ok = true;
+  ncclComm_t world = nullptr;
+  if (NCCL(ncclCommInitRank)(&world, nranks, id, rank) != ncclSuccess) return 5;
+  ok &= Check("world", world);
+
+  ncclComm_t half = nullptr;
+  if (NCCL(ncclCommSplit)(world, rank % 2, rank, &half, nullptr) != ncclSuccess) return 6;
+  ok &= Check("split", half);
+
+  // Rank 0 makes three more ids and broadcasts them over the world comm.
+  ncclUniqueId more[3];
+  if (rank == 0) {
+    for (ncclUniqueId& m : more) {
+      if (NCCL(ncclGetUniqueId)(&m) != ncclSuccess) return 4;
+    }
+  }
+  {
+    cudaStream_t stream = nullptr;
+    if (g_stream_create(&stream) != ncclSuccess) return 7;
+    if (NCCL(ncclBroadcast)(more, more, sizeof(more), ncclUint8, 0, world, stream) != ncclSuccess ||
+        g_stream_sync(stream) != ncclSuccess) {
+      return 7;
+    }
+  }
+  // Two comms initialised at the same time from two threads.
+  ncclComm_t concurrent[2] = {nullptr, nullptr};
+  ncclResult_t concurrent_rc[2] = {ncclSuccess, ncclSuccess};
+  {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t) {
+      threads.emplace_back(
+          [&, t] { concurrent_rc[t] = NCCL(ncclCommInitRank)(&concurrent[t], nranks, more[t], rank); });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  if (concurrent_rc[0] != ncclSuccess || concurrent_rc[1] != ncclSuccess) return 8;
+  ok &= Check("thread0", concurrent[0]);
+  ok &= Check("thread1", concurrent[1]);
+
+  // One initialised inside a group.
+  ncclComm_t grouped = nullptr;
+  NCCL(ncclGroupStart)();
+  const ncclResult_t init_rc = NCCL(ncclCommInitRank)(&grouped, nranks, more[2], rank);
+  const ncclResult_t end_rc = NCCL(ncclGroupEnd)();
+  if (init_rc != ncclSuccess || end_rc != ncclSuccess) return 9;
+  ok &= Check("grouped", grouped);
+
+  // A nonblocking split: polled until ready.
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t nonblocking = nullptr;
+  ncclResult_t nb = NCCL(ncclCommSplit)(world, 0, rank, &nonblocking, &config);
+  while (nb == ncclInProgress) {
+    ncclResult_t state = ncclInProgress;
+    if (NCCL(ncclCommGetAsyncError)(nonblocking, &state) != ncclSuccess) return 10;
+    nb = state;
+  }
+  if (nb != ncclSuccess) return 10;
+  ok &= Check("nonblocking", nonblocking);
+
+  for (ncclComm_t c : {nonblocking, grouped, concurrent[1], concurrent[0], half, world}) NCCL(ncclCommDestroy)(c);
+  std::printf("done\n");
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,62 @@
+// PeerIdentity: what one rank tells the other ranks of a communicator about
+// where it sits — its host, its GPU and the NIC its traffic leaves through —
+// so that both ends of every operation can be charged to the right links
+// (system_links.h). The shim exchanges one record per rank when a comm
+// becomes usable (interpose/peer_exchange.h).
+//
+// The wire form is a fixed kPeerIdentityBytes record, the same on every
+// architecture (little-endian numbers, NUL-padded strings):
+//
+//   offset  size  field
+//        0     4  magic "TRPI"
+//        4     2  version (1)
+//        6     2  rail (int16, -1 unknown)
+//        8     4  NIC rate in Mbit/s (uint32, 0 unknown)
+//       12    64  host key
+//       76    20  GPU PCI bus id ("" without a GPU)
+//       96    32  NIC name ("" unknown)
+//
+// A host key longer than 63 bytes is stored as its first 46 bytes, '#' and
+// 16 hex digits of a hash of the whole key, so two long keys that share a
+// prefix stay apart; the same key always encodes the same way. Longer GPU
+// bus ids or NIC names are truncated (real ones are 12 and <= 15 bytes).
+//
+// Thread safety: stateless.
+#ifndef TRIRACE_TOPOLOGY_PEER_IDENTITY_H_
+#define TRIRACE_TOPOLOGY_PEER_IDENTITY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace trirace::topo {
+
+inline constexpr size_t kPeerIdentityBytes = 128;
+
+struct PeerIdentity {
+  std::string host{};     // host key (TRIRACE_HOST_ID or the host name)
+  std::string gpu_pci{};  // normalised bus id, "" without a GPU
+  std::string nic{};      // the NIC this rank sends through, "" unknown
+  int rail = -1;
+  double nic_gbps = 0;
+
+  friend bool operator==(const PeerIdentity&, const PeerIdentity&) = default;
+};
+
+// Writes `id` into `out` (exactly kPeerIdentityBytes).
+void EncodePeerIdentity(const PeerIdentity& id, std::span<uint8_t, kPeerIdentityBytes> out);
+
+// The identity in `in`. InvalidArgument when the magic or version is wrong
+// or a string is not NUL-terminated within its field (a record that was
+// never written, or one from another TriRace version).
+absl::StatusOr<PeerIdentity> DecodePeerIdentity(std::span<const uint8_t, kPeerIdentityBytes> in);
+
+// The host key as a record holds it (see the header comment).
+std::string WireHostKey(const std::string& host);
+
+}  // namespace trirace::topo
+
+#endif  // TRIRACE_TOPOLOGY_PEER_IDENTITY_H_
