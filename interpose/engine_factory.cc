@@ -1,13 +1,19 @@
 #include "interpose/engine_factory.h"
 
+#include <filesystem>
+#include <optional>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/params.h"
 #include "interpose/plugin_occupancy.h"
 #include "scheduler/adversarial_policy.h"
 #include "scheduler/fifo_policy.h"
 #include "scheduler/priority_policy.h"
-#include "scheduler/sysfs_occupancy.h"
 #include "scheduler/trirace_policy.h"
+#include "topology/monitors/ib_counters.h"
+#include "topology/monitors/net_stats.h"
 
 namespace trirace::interpose {
 
@@ -24,17 +30,43 @@ std::unique_ptr<sched::Policy> MakePolicy(PolicyKind kind) {
   return std::make_unique<sched::TriracePolicy>(sched::TriracePolicyConfig::FromParams());
 }
 
-absl::StatusOr<std::unique_ptr<sched::OccupancyReader>> MakeOccupancyReader(
-    OccupancySource source, const std::vector<std::string>& interfaces, const std::string& sysfs_root) {
+std::optional<topo::IbPort> RdmaPortOf(const std::string& nic, const std::string& sys_root) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (nic.empty() || nic.find('/') != std::string::npos) return std::nullopt;
+  if (fs::is_directory(sys_root + "/class/infiniband/" + nic + "/ports/1", ec)) return topo::IbPort{nic, 1, nic};
+  // A RoCE or IPoIB netdev: its PCI device has an RDMA device.
+  for (const fs::directory_entry& e : fs::directory_iterator(sys_root + "/class/net/" + nic + "/device/infiniband", ec)) {
+    return topo::IbPort{e.path().filename().string(), 1, nic};
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<std::unique_ptr<OccupancyReader>> MakeOccupancyReader(OccupancySource source, const std::string& nic,
+                                                                     const std::string& sys_root) {
+  const std::string net = sys_root + "/class/net";
+  const std::string ib = sys_root + "/class/infiniband";
   switch (source) {
-    case OccupancySource::kNone: return std::unique_ptr<sched::OccupancyReader>();
+    case OccupancySource::kNone: return std::unique_ptr<OccupancyReader>();
     case OccupancySource::kPlugin: return OpenPluginOccupancyReader();
-    case OccupancySource::kSysfs: return sched::OpenSysfsOccupancyReader(interfaces, sysfs_root);
+    case OccupancySource::kSysfs: return topo::OpenNetStatsReader({nic}, net);
+    case OccupancySource::kInfiniband: {
+      std::optional<topo::IbPort> port = RdmaPortOf(nic, sys_root);
+      if (!port) {
+        return absl::NotFoundError(absl::StrCat("TRIRACE_NIC ", nic, " is not an RDMA device and has none under ",
+                                                net, "/", nic, "/device/infiniband"));
+      }
+      return topo::OpenIbCountersReader({*port}, ib);
+    }
     case OccupancySource::kAuto: break;
   }
-  absl::StatusOr<std::unique_ptr<sched::OccupancyReader>> plugin = OpenPluginOccupancyReader();
+  absl::StatusOr<std::unique_ptr<OccupancyReader>> plugin = OpenPluginOccupancyReader();
   if (plugin.ok()) return plugin;
-  return sched::OpenSysfsOccupancyReader(interfaces, sysfs_root);
+  if (std::optional<topo::IbPort> port = RdmaPortOf(nic, sys_root)) {
+    absl::StatusOr<std::unique_ptr<OccupancyReader>> counters = topo::OpenIbCountersReader({*port}, ib);
+    if (counters.ok()) return counters;
+  }
+  return topo::OpenNetStatsReader({nic}, net);
 }
 
 absl::StatusOr<std::unique_ptr<sched::Engine>> MakeEngineFromParams(sched::GateOpener* opener, OpLinks& links,
@@ -44,7 +76,7 @@ absl::StatusOr<std::unique_ptr<sched::Engine>> MakeEngineFromParams(sched::GateO
 
   const OccupancySource source = ParamChoice<OccupancySource>();
   const std::string& nic = links.nic().interface;
-  absl::StatusOr<std::unique_ptr<sched::OccupancyReader>> reader = MakeOccupancyReader(source, {nic});
+  absl::StatusOr<std::unique_ptr<OccupancyReader>> reader = MakeOccupancyReader(source, nic);
   if (!reader.ok()) {
     if (source == OccupancySource::kAuto) {
       TRIRACE_INFO(SCHED, "no link occupancy input: %s", reader.status().ToString());

@@ -16,6 +16,7 @@
 #define TRIRACE_INTERPOSE_ENGINE_FACTORY_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "scheduler/engine.h"
 #include "interpose/op_links.h"
 #include "scheduler/occupancy_reader.h"
+#include "topology/monitors/ib_counters.h"
 #include "scheduler/policy.h"
 
 namespace trirace::interpose {
@@ -31,13 +33,20 @@ namespace trirace::interpose {
 // The policy of `kind` (TRIRACE_POLICY), configured from the params registry.
 std::unique_ptr<sched::Policy> MakePolicy(PolicyKind kind);
 
-// The reader `source` (TRIRACE_OCCUPANCY) asks for: kPlugin (the net
-// plugin's segment; an error if it cannot be opened), kSysfs (the counters
-// of `interfaces`), kAuto (plugin when its segment opens, else sysfs), kNone
-// (nullptr). `sysfs_root` is /sys/class/net.
-absl::StatusOr<std::unique_ptr<sched::OccupancyReader>> MakeOccupancyReader(
-    OccupancySource source, const std::vector<std::string>& interfaces,
-    const std::string& sysfs_root = "/sys/class/net");
+// The reader `source` (TRIRACE_OCCUPANCY) asks for, for the NIC `nic`
+// (a netdev or an RDMA device name): kPlugin (the net plugin's segment; an
+// error if it cannot be opened), kInfiniband (the port counters of `nic`,
+// or of the RDMA device of netdev `nic`; topology/monitors/ib_counters.h),
+// kSysfs (the netdev's statistics; net_stats.h), kAuto (plugin when its
+// segment opens, else the port counters when `nic` has an RDMA device, else
+// the netdev's statistics), kNone (nullptr). The reader names its device
+// `nic` in either case. `sys_root` is /sys.
+absl::StatusOr<std::unique_ptr<OccupancyReader>> MakeOccupancyReader(OccupancySource source, const std::string& nic,
+                                                                     const std::string& sys_root = "/sys");
+
+// The RDMA port behind `nic` (an RDMA device's port 1, or the RDMA device of
+// netdev `nic`), named `nic`; nullopt when it has none.
+std::optional<topo::IbPort> RdmaPortOf(const std::string& nic, const std::string& sys_root = "/sys");
 
 // An engine with the policy of TRIRACE_POLICY, `options`, the links of
 // `links` (registered; links added later are registered by

@@ -12,7 +12,7 @@
 namespace trirace::interpose {
 namespace {
 
-class PluginOccupancyReader final : public sched::OccupancyReader {
+class PluginOccupancyReader final : public OccupancyReader {
  public:
   PluginOccupancyReader(trirace_occ_reader_t* reader, const Clock* clock)
       : reader_(reader),
@@ -27,7 +27,7 @@ class PluginOccupancyReader final : public sched::OccupancyReader {
 
   // One pass over the process slots (the reader library's aggregation), so
   // the totals and this process's share come from the same slot copies.
-  absl::StatusOr<sched::OccupancySnapshot> Read() override {
+  absl::StatusOr<OccupancySnapshot> Read() override {
     const int rc = trirace_occ_read_split(reader_, static_cast<int32_t>(getpid()), all_.get(), own_.get());
     if (rc == EAGAIN) {
       // A writer held its slot through the read's wait: a sum without it
@@ -35,14 +35,14 @@ class PluginOccupancyReader final : public sched::OccupancyReader {
       return absl::UnavailableError("a process slot stayed mid-update; occupancy sample skipped");
     }
     if (rc != 0) return SystemError("reading the occupancy segment", rc);
-    sched::OccupancySnapshot out;
+    OccupancySnapshot out;
     out.time_ns = clock_->NowNs();
     // Without a slot of its own this process's traffic does not go through
     // the plugin: its share is unknown, not zero.
     const bool have_own = own_->num_procs > 0;
     for (uint32_t k = 0; k < all_->num_nics; ++k) {
       const trirace_occ_nic_summary_t& nic = all_->nics[k];
-      sched::DeviceCounters c{.device = std::string(nic.name, strnlen(nic.name, sizeof nic.name)),
+      DeviceCounters c{.device = std::string(nic.name, strnlen(nic.name, sizeof nic.name)),
                               .tx_bytes = nic.total.send_completed_bytes,
                               .rx_bytes = nic.total.recv_completed_bytes,
                               .has_ours = have_own};
@@ -65,7 +65,7 @@ class PluginOccupancyReader final : public sched::OccupancyReader {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<sched::OccupancyReader>> OpenPluginOccupancyReader(const std::string& job,
+absl::StatusOr<std::unique_ptr<OccupancyReader>> OpenPluginOccupancyReader(const std::string& job,
                                                                           const Clock* clock) {
   trirace_occ_reader_t* reader = nullptr;
   const int rc = trirace_occ_open(job.empty() ? nullptr : job.c_str(), &reader);

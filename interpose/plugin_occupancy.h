@@ -24,13 +24,13 @@
 
 #include "absl/status/statusor.h"
 #include "common/clock.h"
-#include "scheduler/occupancy_reader.h"
+#include "common/link_counters.h"
 
 namespace trirace::interpose {
 
 // Opens the segment of `job` ("" = the default job, as occupancy.h says).
 // NotFound when no segment exists yet (no plugin published on this host).
-absl::StatusOr<std::unique_ptr<sched::OccupancyReader>> OpenPluginOccupancyReader(
+absl::StatusOr<std::unique_ptr<OccupancyReader>> OpenPluginOccupancyReader(
     const std::string& job = "", const Clock* clock = &RealClock::Get());
 
 }  // namespace trirace::interpose

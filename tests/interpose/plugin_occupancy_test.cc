@@ -78,7 +78,7 @@ TEST(PluginOccupancyTest, ReportsTheJobsTrafficAndThisProcesssShare) {
   ASSERT_TRUE(reader.ok()) << reader.status();
   EXPECT_EQ((*reader)->name(), "plugin");
   // The publisher copies its counters every 200 us: wait for that copy.
-  sched::OccupancySnapshot snap;
+  OccupancySnapshot snap;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {
     auto s = (*reader)->Read();
@@ -88,7 +88,7 @@ TEST(PluginOccupancyTest, ReportsTheJobsTrafficAndThisProcesssShare) {
     std::this_thread::yield();
   }
   ASSERT_EQ(snap.devices.size(), 1u);
-  const sched::DeviceCounters& eth7 = snap.devices[0];
+  const DeviceCounters& eth7 = snap.devices[0];
   EXPECT_EQ(snap.time_ns, 123);
   EXPECT_EQ(eth7.device, "eth7");
   EXPECT_EQ(eth7.tx_bytes, 6000u) << "ours (1000) + the other process's (5000)";

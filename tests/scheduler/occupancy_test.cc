@@ -11,7 +11,6 @@
 #include "common/env_guard.h"
 #include "common/logging.h"
 #include "scheduler/engine.h"
-#include "scheduler/sysfs_occupancy.h"
 #include "support/fake_sysfs.h"
 
 namespace trirace::sched {
@@ -22,52 +21,6 @@ using ::testing::HasSubstr;
 constexpr int64_t kMs = 1'000'000;
 
 using testing_support::FakeSysfs;
-
-TEST(SysfsOccupancyTest, ReadsCountersOfEachInterface) {
-  FakeSysfs sys;
-  sys.Set("eth0", 100, 200);
-  sys.Set("eth1", 5, 6);
-  ManualClock clock(7);
-  auto reader = OpenSysfsOccupancyReader({"eth0", "eth1"}, sys.root(), &clock);
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  EXPECT_EQ((*reader)->name(), "sysfs");
-  auto snap = (*reader)->Read();
-  ASSERT_TRUE(snap.ok()) << snap.status();
-  EXPECT_EQ(snap->time_ns, 7);
-  ASSERT_EQ(snap->devices.size(), 2u);
-  EXPECT_EQ(snap->devices[0].device, "eth0");
-  EXPECT_EQ(snap->devices[0].tx_bytes, 100u);
-  EXPECT_EQ(snap->devices[0].rx_bytes, 200u);
-  EXPECT_FALSE(snap->devices[0].has_ours);
-  sys.Set("eth0", 1100, 250);  // rewritten in place: the open file sees it
-  snap = (*reader)->Read();
-  ASSERT_TRUE(snap.ok());
-  EXPECT_EQ(snap->devices[0].tx_bytes, 1100u);
-}
-
-TEST(SysfsOccupancyTest, ErrorsNameTheInterfaceAndFile) {
-  FakeSysfs sys;
-  sys.Set("eth0", 1, 1);
-  auto missing = OpenSysfsOccupancyReader({"eth0", "wlan9"}, sys.root());
-  ASSERT_FALSE(missing.ok());
-  EXPECT_THAT(missing.status().message(), HasSubstr("wlan9/statistics/tx_bytes"));
-  EXPECT_EQ(OpenSysfsOccupancyReader({}, sys.root()).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(OpenSysfsOccupancyReader({"../etc"}, sys.root()).status().message(), HasSubstr("'../etc'"));
-
-  auto reader = OpenSysfsOccupancyReader({"eth0"}, sys.root());
-  ASSERT_TRUE(reader.ok());
-  sys.WriteRaw("eth0/statistics/rx_bytes", "garbage\n");
-  auto snap = (*reader)->Read();
-  ASSERT_FALSE(snap.ok());
-  EXPECT_THAT(snap.status().message(), HasSubstr("not a byte counter"));
-}
-
-TEST(SysfsOccupancyTest, ReadsTheRealLoopbackCounters) {
-  if (!std::filesystem::exists("/sys/class/net/lo/statistics/tx_bytes")) GTEST_SKIP() << "no /sys/class/net/lo";
-  auto reader = OpenSysfsOccupancyReader({"lo"});
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  EXPECT_TRUE((*reader)->Read().ok());
-}
 
 TEST(RateMeterTest, RatesFromTwoSnapshotsUseTheBusierDirection) {
   RateMeter meter;
@@ -123,24 +76,36 @@ struct EngineOnVeth0 {
   LinkId nic;
 };
 
+// A reader whose counters the test sets.
+class SetReader final : public OccupancyReader {
+ public:
+  explicit SetReader(const Clock* clock) : clock_(clock) {}
+  std::string_view name() const override { return "set"; }
+  absl::StatusOr<OccupancySnapshot> Read() override {
+    return OccupancySnapshot{.time_ns = clock_->NowNs(), .devices = {{.device = "veth0", .tx_bytes = *tx_}}};
+  }
+  std::shared_ptr<uint64_t> tx_ = std::make_shared<uint64_t>(0);
+
+ private:
+  const Clock* clock_;
+};
+
 TEST(EngineOccupancyTest, EngineSamplesTheReaderWhileTasksAreHeld) {
-  FakeSysfs sys;
-  sys.Set("veth0", 0, 0);
   auto owned = std::make_unique<RecordingPolicy>();
   RecordingPolicy* policy = owned.get();
   EngineOnVeth0 e(std::move(owned));
   Engine& engine = e.engine;
   ManualClock& clock = e.clock;
   const LinkId nic = e.nic;
-  auto reader = OpenSysfsOccupancyReader({"veth0"}, sys.root(), &clock);
-  ASSERT_TRUE(reader.ok());
-  engine.SetOccupancyReader(std::move(*reader), {{"veth0", nic}});
+  auto reader = std::make_unique<SetReader>(&clock);
+  std::shared_ptr<uint64_t> tx = reader->tx_;
+  engine.SetOccupancyReader(std::move(reader), {{"veth0", nic}});
 
   EXPECT_EQ(engine.Step(), kNeverNs) << "nothing held: no sampling";
   EXPECT_EQ(engine.stats().occupancy_samples, 0u);
   engine.Submit({.comm = 1, .traffic_class = TrafficClass::kDense, .bytes = 1, .links = {nic}});
   EXPECT_EQ(engine.Step(), 2 * kMs) << "first sample now, the next one a period later";
-  sys.Set("veth0", 10'000'000, 0);
+  *tx = 10'000'000;
   clock.SetNs(2 * kMs);
   engine.Step();
   EXPECT_EQ(engine.stats().occupancy_samples, 2u);

@@ -1,0 +1,53 @@
+// Link counters: the one interface every occupancy monitor implements —
+// cumulative byte counters per network device, read on demand — and what
+// it returns. The scheduler's engine samples a reader and turns successive
+// snapshots into rates (scheduler/occupancy_reader.h RateMeter); the
+// backends live with what they measure:
+//   topology/monitors/net_stats.h    Ethernet: /sys/class/net/<if>/statistics
+//   topology/monitors/ib_counters.h  InfiniBand / RoCE port counters
+//   interpose/plugin_occupancy.h     the net plugin's per-NIC records (the
+//                                    job's own bytes, and this process's)
+//
+// Thread safety: a reader is used by one thread at a time.
+#ifndef TRIRACE_COMMON_LINK_COUNTERS_H_
+#define TRIRACE_COMMON_LINK_COUNTERS_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace trirace {
+
+// Cumulative counters of one device.
+struct DeviceCounters {
+  std::string device{};  // interface or RDMA device name, e.g. "eth0", "mlx5_0"
+  uint64_t tx_bytes = 0;
+  uint64_t rx_bytes = 0;
+  // The source also knows this process's own traffic on the device.
+  bool has_ours = false;
+  uint64_t ours_tx_bytes = 0;
+  uint64_t ours_rx_bytes = 0;
+};
+
+struct OccupancySnapshot {
+  int64_t time_ns = 0;  // the reader's clock
+  std::vector<DeviceCounters> devices{};
+};
+
+class OccupancyReader {
+ public:
+  virtual ~OccupancyReader() = default;
+  virtual std::string_view name() const = 0;
+  // Counters now. An error means this sample is lost, not that the reader
+  // is unusable; the engine keeps sampling, and warns once unless the
+  // error is kUnavailable (a transient miss, such as a publisher caught
+  // mid-update).
+  virtual absl::StatusOr<OccupancySnapshot> Read() = 0;
+};
+
+}  // namespace trirace
+
+#endif  // TRIRACE_COMMON_LINK_COUNTERS_H_
