@@ -1,6 +1,13 @@
 #include "common/net_interfaces.h"
 
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+
+#include <cerrno>
 #include <climits>
+#include <cstring>
+#include <map>
 #include <cstdlib>
 #include <fstream>
 
@@ -9,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/params.h"
+#include "common/status.h"
 
 namespace trirace {
 
@@ -64,6 +72,42 @@ std::string SysfsDevicePath(const std::string& ifname, const std::string& sysfs_
   char resolved[PATH_MAX];
   if (realpath(link.c_str(), resolved) == nullptr) return "";
   return resolved;
+}
+
+absl::StatusOr<std::vector<NetInterface>> ListNetInterfaces(const std::string& sysfs_net) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return SystemError("getifaddrs", errno);
+  std::map<std::string, NetInterface> by_name;
+  for (ifaddrs* ifa = list; ifa != nullptr; ifa = ifa->ifa_next) {
+    if (ifa->ifa_addr == nullptr) continue;
+    const int family = ifa->ifa_addr->sa_family;
+    if (family != AF_INET && family != AF_INET6) continue;
+    if (family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<const sockaddr_in6*>(ifa->ifa_addr)->sin6_addr)) {
+      continue;
+    }
+    auto [it, added] = by_name.try_emplace(ifa->ifa_name);
+    NetInterface& itf = it->second;
+    if (!added && (itf.addr.ss_family == AF_INET || family == AF_INET6)) continue;  // IPv4 first, then the first
+    itf.name = ifa->ifa_name;
+    itf.up = (ifa->ifa_flags & IFF_UP) != 0;
+    itf.loopback = (ifa->ifa_flags & IFF_LOOPBACK) != 0;
+    itf.addr = sockaddr_storage{};
+    itf.addr_len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    std::memcpy(&itf.addr, ifa->ifa_addr, itf.addr_len);
+    if (family == AF_INET) reinterpret_cast<sockaddr_in*>(&itf.addr)->sin_port = 0;
+    else reinterpret_cast<sockaddr_in6*>(&itf.addr)->sin6_port = 0;
+  }
+  freeifaddrs(list);
+  std::vector<NetInterface> out;
+  out.reserve(by_name.size());
+  for (auto& [name, itf] : by_name) {
+    if (!itf.loopback) {
+      itf.pci_path = SysfsDevicePath(name, sysfs_net);
+      itf.mbps = SysfsLinkSpeedMbps(name, sysfs_net);
+    }
+    out.push_back(std::move(itf));
+  }
+  return out;
 }
 
 }  // namespace trirace

@@ -1,6 +1,8 @@
-// The network-interface rules every TriRace part shares: which interfaces a
-// name spec selects (NCCL_SOCKET_IFNAME's syntax) and what sysfs says about
-// an interface (link speed, PCI device).
+// The network interfaces of this machine and the rules every TriRace part
+// shares — the one NIC inventory that the TCP transport, hostccl's bootstrap
+// and the topology read: which interfaces exist with which address
+// (ListNetInterfaces), which ones a name spec selects (NCCL_SOCKET_IFNAME's
+// syntax), and what sysfs says about one (link speed, PCI device).
 //
 // A spec is a comma list of interface name prefixes ("eth,ib"); "^" in front
 // excludes the listed ones instead ("^docker,lo"); "=" in front asks for
@@ -15,11 +17,14 @@
 #ifndef TRIRACE_COMMON_NET_INTERFACES_H_
 #define TRIRACE_COMMON_NET_INTERFACES_H_
 
+#include <sys/socket.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace trirace {
@@ -41,6 +46,23 @@ class InterfaceSpec {
 // TRIRACE_NET_IFNAME, else NCCL_SOCKET_IFNAME, else "". `source` (optional)
 // gets the variable's name, or "" when neither is set.
 std::string InterfaceSpecText(std::string* source = nullptr);
+
+// One interface that has an address.
+struct NetInterface {
+  std::string name;
+  bool up = false;        // IFF_UP
+  bool loopback = false;  // IFF_LOOPBACK
+  // Its first IPv4 address, else its first IPv6 address that is not
+  // link-local; port 0.
+  sockaddr_storage addr{};
+  socklen_t addr_len = 0;
+  std::string pci_path;        // SysfsDevicePath, "" for loopback and virtual devices
+  std::optional<int64_t> mbps;  // SysfsLinkSpeedMbps
+};
+
+// Every interface with an address, by name (a stable order), from
+// getifaddrs and `sysfs_net`. The error names getifaddrs and errno.
+absl::StatusOr<std::vector<NetInterface>> ListNetInterfaces(const std::string& sysfs_net = "/sys/class/net");
 
 // <sysfs_net>/<ifname>/speed in Mbit/s; nullopt when missing, unreadable or
 // not positive (loopback and virtual interfaces report -1 or nothing).

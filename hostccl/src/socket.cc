@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -70,18 +69,18 @@ absl::StatusOr<SockAddr> BootstrapAddress() {
     source = "default";
   }
   const InterfaceSpec spec = InterfaceSpec::Parse(text);
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return SystemError("getifaddrs", errno);
+  absl::StatusOr<std::vector<NetInterface>> all = ListNetInterfaces();
+  if (!all.ok()) return all.status();
   SockAddr found;
+  // The first matching interface with an IPv4 address, else with IPv6.
   for (int family : {AF_INET, AF_INET6}) {
-    for (ifaddrs* it = list; it != nullptr && found.len == 0; it = it->ifa_next) {
-      if (it->ifa_addr == nullptr || it->ifa_addr->sa_family != family) continue;
-      if (!spec.Matches(it->ifa_name)) continue;
-      found.len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-      std::memcpy(&found.storage, it->ifa_addr, found.len);
+    for (const NetInterface& n : *all) {
+      if (found.len != 0) break;
+      if (n.addr.ss_family != family || !spec.Matches(n.name)) continue;
+      found.storage = n.addr;
+      found.len = n.addr_len;
     }
   }
-  freeifaddrs(list);
   if (found.len == 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "hostccl bootstrap: no network interface matches %s='%s' (comma list of name prefixes, ^ to "

@@ -1,5 +1,8 @@
-// common/net_interfaces: the interface spec rules and the sysfs readers.
+// common/net_interfaces: the interface spec rules, the sysfs readers and the
+// inventory of this machine's interfaces.
 #include "common/net_interfaces.h"
+
+#include <netinet/in.h>
 
 #include <gtest/gtest.h>
 
@@ -62,6 +65,26 @@ TEST(SysfsLinkSpeedTest, ReadsPositiveSpeedsOnly) {
   EXPECT_EQ(SysfsLinkSpeedMbps("veth0", sys.root()), std::nullopt) << "virtual interfaces report -1";
   EXPECT_EQ(SysfsLinkSpeedMbps("wlan9", sys.root()), std::nullopt) << "no such interface";
   EXPECT_EQ(SysfsDevicePath("eth0", sys.root()), "") << "no device link";
+}
+
+TEST(ListNetInterfacesTest, LoopbackWithItsAddressInNameOrder) {
+  absl::StatusOr<std::vector<NetInterface>> all = ListNetInterfaces();
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_FALSE(all->empty());
+  for (size_t i = 1; i < all->size(); ++i) EXPECT_LT((*all)[i - 1].name, (*all)[i].name);
+  bool saw_lo = false;
+  for (const NetInterface& n : *all) {
+    EXPECT_TRUE(n.addr.ss_family == AF_INET || n.addr.ss_family == AF_INET6) << n.name;
+    EXPECT_GT(n.addr_len, 0u);
+    if (n.name != "lo") continue;
+    saw_lo = true;
+    EXPECT_TRUE(n.loopback);
+    EXPECT_TRUE(n.pci_path.empty());
+    ASSERT_EQ(n.addr.ss_family, AF_INET) << "IPv4 is preferred";
+    EXPECT_EQ(ntohl(reinterpret_cast<const sockaddr_in*>(&n.addr)->sin_addr.s_addr), INADDR_LOOPBACK);
+    EXPECT_EQ(reinterpret_cast<const sockaddr_in*>(&n.addr)->sin_port, 0);
+  }
+  EXPECT_TRUE(saw_lo) << "no lo interface with an address";
 }
 
 }  // namespace

@@ -1,15 +1,9 @@
 #include "plugin/transport/tcp/interfaces.h"
 
-#include <ifaddrs.h>
-#include <net/if.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-#include <map>
 
 #include "absl/strings/match.h"
-#include "common/status.h"
 
 namespace trirace::net::tcp {
 namespace {
@@ -22,54 +16,31 @@ bool IsDefaultExcluded(absl::string_view name) {
 }  // namespace
 
 absl::StatusOr<std::vector<Interface>> DiscoverInterfaces(const InterfaceSpec& spec) {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return SystemError("getifaddrs", errno);
-  std::map<std::string, Interface> by_name;  // ordered: stable device indices
-  for (ifaddrs* ifa = list; ifa != nullptr; ifa = ifa->ifa_next) {
-    if (ifa->ifa_addr == nullptr || !(ifa->ifa_flags & IFF_UP)) continue;
-    int family = ifa->ifa_addr->sa_family;
-    if (family != AF_INET && family != AF_INET6) continue;
-    if (family == AF_INET6) {
-      auto* in6 = reinterpret_cast<sockaddr_in6*>(ifa->ifa_addr);
-      if (IN6_IS_ADDR_LINKLOCAL(&in6->sin6_addr)) continue;
-    }
-    std::string name = ifa->ifa_name;
-    auto it = by_name.find(name);
-    if (it != by_name.end() && (it->second.addr.u.sa.sa_family == AF_INET || family == AF_INET6)) {
-      continue;  // keep one address per interface, IPv4 first
-    }
-    Interface itf;
-    itf.name = name;
-    itf.loopback = (ifa->ifa_flags & IFF_LOOPBACK) != 0;
-    std::memcpy(&itf.addr.u, ifa->ifa_addr,
-                family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
-    if (family == AF_INET) itf.addr.u.in4.sin_port = 0;
-    else itf.addr.u.in6.sin6_port = 0;
-    by_name[name] = itf;
-  }
-  freeifaddrs(list);
-
+  absl::StatusOr<std::vector<NetInterface>> all = ListNetInterfaces();
+  if (!all.ok()) return all.status();
   std::vector<Interface> chosen;
   std::vector<Interface> loopbacks;
-  for (auto& [name, itf] : by_name) {
+  for (const NetInterface& n : *all) {
+    if (!n.up) continue;
+    Interface itf;
+    itf.name = n.name;
+    itf.loopback = n.loopback;
+    std::memcpy(&itf.addr.u, &n.addr, std::min<size_t>(n.addr_len, sizeof(itf.addr.u)));
+    itf.pci_path = n.pci_path;
+    itf.speed_mbps = n.loopback ? kDefaultSpeedMbps : static_cast<int>(n.mbps.value_or(kDefaultSpeedMbps));
     if (!spec.empty()) {
-      if (!spec.Matches(name)) continue;
+      if (!spec.Matches(itf.name)) continue;
       if (itf.loopback && !spec.NamesLoopback()) {
         loopbacks.push_back(itf);
         continue;
       }
-    } else if (IsDefaultExcluded(name)) {
+    } else if (IsDefaultExcluded(itf.name)) {
       if (itf.loopback) loopbacks.push_back(itf);
       continue;
     }
     chosen.push_back(itf);
   }
   if (chosen.empty()) chosen = loopbacks;  // nothing else: loopback it is
-  for (Interface& itf : chosen) {
-    itf.pci_path = itf.loopback ? "" : SysfsDevicePath(itf.name);
-    itf.speed_mbps = itf.loopback ? kDefaultSpeedMbps
-                                  : static_cast<int>(SysfsLinkSpeedMbps(itf.name).value_or(kDefaultSpeedMbps));
-  }
   return chosen;
 }
 
