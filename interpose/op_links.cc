@@ -29,6 +29,11 @@ std::unique_ptr<OpLinks> OpLinks::FromParams() {
     } else {
       TRIRACE_INFO(TOPO, "topology from %s: %d host(s); this host is \"%s\"", file, sys->hosts.size(),
                    nic.host_key);
+      const topo::Host& me = sys->hosts[sys->FindHost(nic.host_key)];
+      if (!ParamString(ParamId::kNic).empty() && me.FindNic(nic.interface) < 0) {
+        TRIRACE_WARN(TOPO, "TRIRACE_NIC=%s is not a NIC of host \"%s\" in TRIRACE_TOPO_FILE=%s; its counters are "
+                     "taken for the NIC this process's GPU (or rail 0) uses there", nic.interface, nic.host_key, file);
+      }
       return std::make_unique<OpLinks>(*std::move(sys), std::move(nic));
     }
   }
@@ -56,7 +61,7 @@ void OpLinks::Register(sched::Engine& engine) {
 
 std::vector<std::pair<std::string, sched::LinkId>> OpLinks::OccupancyDevices() const {
   std::vector<std::pair<std::string, sched::LinkId>> out;
-  for (int id : links_.LocalNicLinks(nic_.interface)) out.emplace_back(nic_.interface, static_cast<sched::LinkId>(id));
+  for (sched::LinkId id : local_) out.emplace_back(nic_.interface, id);
   return out;
 }
 

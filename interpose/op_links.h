@@ -62,7 +62,8 @@ class OpLinks {
 
   // Registers with `engine` the links it does not have yet, in id order.
   void Register(sched::Engine& engine);
-  // The occupancy map: this host's NIC interface -> its two links.
+  // The occupancy map: the counters of this host's interface (TRIRACE_NIC)
+  // measure both links of the NIC this process sends through.
   std::vector<std::pair<std::string, sched::LinkId>> OccupancyDevices() const;
 
   // This rank's identity on a comm whose device has bus id `gpu_pci` ("" if

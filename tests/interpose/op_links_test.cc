@@ -8,6 +8,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "common/env_guard.h"
+#include "common/logging.h"
 #include "interpose/comm_state.h"
 #include "scheduler/fifo_policy.h"
 
@@ -16,6 +18,13 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
+
+std::vector<std::string> Names(const OpLinks& links, const std::vector<sched::LinkId>& ids) {
+  std::vector<std::string> out;
+  const std::vector<topo::Link> all = links.system_links().LinksFrom(0);
+  for (sched::LinkId id : ids) out.push_back(all.at(id).name);
+  return out;
+}
 
 class NoGates : public sched::GateOpener {
  public:
@@ -33,12 +42,7 @@ class OpLinksTest : public ::testing::Test {
     state_.nranks = 3;
   }
 
-  std::vector<std::string> Names(const std::vector<sched::LinkId>& ids) const {
-    std::vector<std::string> out;
-    const std::vector<topo::Link> all = links_.system_links().LinksFrom(0);
-    for (sched::LinkId id : ids) out.push_back(all.at(id).name);
-    return out;
-  }
+  std::vector<std::string> Names(const std::vector<sched::LinkId>& ids) const { return interpose::Names(links_, ids); }
 
   OpLinks links_;
   NoGates gates_;
@@ -73,6 +77,49 @@ TEST_F(OpLinksTest, PublishedPeersGiveEachOpItsPathAndNewLinksReachTheEngine) {
   EXPECT_EQ(engine_.AddLink({.name = "probe"}), links_.system_links().size());
   // A second publication is ignored.
   EXPECT_EQ(links_.Publish(state_, 0, {me, me, me}, engine_), p);
+}
+
+std::vector<std::string>* g_warnings = nullptr;
+void Sink(void*, LogLevel level, Subsys, const char*, int, absl::string_view msg) {
+  if (level == LogLevel::kWARN && g_warnings != nullptr) g_warnings->emplace_back(msg);
+}
+
+// OpLinks::FromParams under `env`; the WARN lines it logged go to `warnings`.
+std::unique_ptr<OpLinks> FromParams(EnvGuard& env, std::vector<std::string>* warnings) {
+  env.Apply();
+  g_warnings = warnings;
+  log::SetSink(Sink, nullptr);
+  std::unique_ptr<OpLinks> links = OpLinks::FromParams();
+  log::SetSink(nullptr, nullptr);
+  g_warnings = nullptr;
+  return links;
+}
+
+TEST(OpLinksFromParamsTest, ATopologyFileNamesTheNicsAndABadOneFallsBackToOneNicPerHost) {
+  const std::string spec = std::string(TRIRACE_TOPO_TEST_DATA) + "/two_hosts_2rail.json";
+  EnvGuard env;
+  env.Set("TRIRACE_TOPO_FILE", spec).Set("TRIRACE_HOST_ID", "node1").Set("TRIRACE_NIC", "tb0")
+      .Set("TRIRACE_NIC_GBPS", "10");
+  std::vector<std::string> warnings;
+  std::unique_ptr<OpLinks> links = FromParams(env, &warnings);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], ::testing::HasSubstr("TRIRACE_NIC=tb0 is not a NIC of host \"node1\""));
+  const std::vector<topo::Link> all = links->system_links().LinksFrom(0);
+  std::vector<std::string> measured;
+  for (const auto& [device, id] : links->OccupancyDevices()) {
+    EXPECT_EQ(device, "tb0");
+    measured.push_back(all.at(id).name);
+  }
+  EXPECT_THAT(measured, ElementsAre("nic-tx:node1/mlx5_0", "nic-rx:node1/mlx5_0")) << "rail 0 of this host";
+  EXPECT_EQ(links->system_links().system().hosts.size(), 2u);
+
+  warnings.clear();
+  env.Set("TRIRACE_TOPO_FILE", "/nonexistent/topo.json");
+  links = FromParams(env, &warnings);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], ::testing::HasSubstr("TRIRACE_TOPO_FILE=/nonexistent/topo.json: /nonexistent/topo.json: "
+                                                "no such file; using one NIC per host (tb0, 10 Gbit/s)"));
+  EXPECT_THAT(Names(*links, links->local()), ElementsAre("nic-tx:node1/tb0", "nic-rx:node1/tb0"));
 }
 
 }  // namespace
