@@ -8,7 +8,7 @@ packages=(
   cmake ninja-build g++ clang pkg-config git
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libhwloc-dev libibverbs-dev nlohmann-json3-dev libcli11-dev libtinyxml2-dev
-  dpkg-dev iproute2 iputils-ping nftables python3-matplotlib
+  dpkg-dev iproute2 iputils-ping nftables python3-matplotlib graphviz
 )
 
 missing=()

@@ -1,9 +1,14 @@
 #include "topology/model.h"
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace trirace::topo {
 
@@ -106,6 +111,29 @@ int System::FindHost(absl::string_view key) const {
     if (hosts[i].key == key) return static_cast<int>(i);
   }
   return -1;
+}
+
+bool LooksLikeBusId(absl::string_view id) {
+  const auto hex = [](absl::string_view p) {
+    return !p.empty() && std::all_of(p.begin(), p.end(), [](char c) { return absl::ascii_isxdigit(c); });
+  };
+  const std::vector<absl::string_view> parts = absl::StrSplit(id, ':');
+  if (parts.size() != 3 || !hex(parts[0]) || !hex(parts[1])) return false;
+  const std::vector<absl::string_view> devfn = absl::StrSplit(parts[2], '.');
+  return devfn.size() == 2 && hex(devfn[0]) && hex(devfn[1]);
+}
+
+double PcieGbps(absl::string_view speed, absl::string_view width) {
+  const absl::string_view text = absl::StripAsciiWhitespace(speed);
+  const size_t unit = text.find("GT/s");
+  double gts = 0;
+  int lanes = 0;
+  if (unit == absl::string_view::npos || !absl::SimpleAtod(text.substr(0, unit), &gts) ||
+      !absl::SimpleAtoi(absl::StripAsciiWhitespace(width), &lanes) || !std::isfinite(gts) || gts <= 0 || lanes <= 0) {
+    return 0;
+  }
+  const double encoding = gts >= 8 ? 128.0 / 130.0 : 8.0 / 10.0;
+  return gts * encoding * lanes;
 }
 
 }  // namespace trirace::topo

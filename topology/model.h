@@ -132,6 +132,16 @@ struct System {
 // domain, so ids from NCCL XML, hwloc and sysfs compare equal.
 std::string NormalizeBusId(absl::string_view busid);
 
+// True for "domain:bus:device.function" in hex ("0000:3b:00.0"), the form
+// NormalizeBusId gives.
+bool LooksLikeBusId(absl::string_view id);
+
+// A PCIe link's rate per direction in Gbit/s from its speed ("16.0 GT/s
+// PCIe", as sysfs and NCCL XML write it) and width (lanes), less the line
+// encoding (128b/130b from 8 GT/s, 8b/10b below); 0 when either does not
+// read.
+double PcieGbps(absl::string_view speed, absl::string_view width);
+
 }  // namespace trirace::topo
 
 #endif  // TRIRACE_TOPOLOGY_MODEL_H_

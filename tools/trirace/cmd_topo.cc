@@ -1,4 +1,4 @@
-// trirace topo: the system model of a topology file (topology/model.h) as a
+// trirace topo: the system model of this machine or of a topology file (topology/model.h) as a
 // tree per host, as JSON for scripts, or as the links each GPU's traffic
 // crosses (topology/paths.h).
 #include <algorithm>
@@ -12,9 +12,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "commands.h"
+#include "topo_dot.h"
 #include "nlohmann/json.hpp"
 #include "topology/affinity.h"
 #include "topology/discovery/load.h"
+#include "topology/discovery/local.h"
+#include "topology/local_nic.h"
 #include "topology/model.h"
 #include "topology/paths.h"
 
@@ -153,7 +156,7 @@ void PrintTree(const System& sys) {
   }
 }
 
-void PrintJson(const System& sys) {
+void PrintJson(const System& sys, const std::vector<std::string>& notes) {
   using ojson = nlohmann::ordered_json;
   ojson doc;
   doc["fabric"] = {{"kind", std::string(topo::FabricKindName(sys.fabric.kind))},
@@ -200,6 +203,7 @@ void PrintJson(const System& sys) {
     for (const Host::Provenance& p : h.provenance) sources[p.fact] = std::string(topo::SourceName(p.source));
     hosts.push_back(std::move(host));
   }
+  if (!notes.empty()) doc["notes"] = notes;
   std::printf("%s\n", doc.dump(2).c_str());
 }
 
@@ -229,22 +233,35 @@ void PrintPaths(const System& sys) {
   }
 }
 
-int Topo(const std::string& from, bool json, bool paths) {
+int Topo(const std::string& from, bool json, bool paths, const std::string& png) {
+  absl::StatusOr<System> sys;
+  std::vector<std::string> notes;
   if (from.empty()) {
-    std::fprintf(stderr, "trirace topo: discovery of this machine is not built yet; use --from FILE\n");
-    return 1;
+    topo::LocalDiscovery local = topo::DiscoverLocalHost();
+    local.host.key = topo::LocalHostKey();
+    sys = System();
+    sys->hosts.push_back(std::move(local.host));
+    notes = std::move(local.notes);
+  } else {
+    sys = topo::LoadTopologyFile(from);
   }
-  absl::StatusOr<System> sys = topo::LoadTopologyFile(from);
   if (!sys.ok()) {
     std::fprintf(stderr, "trirace topo: %s\n", std::string(sys.status().message()).c_str());
     return 1;
   }
-  if (paths) {
+  if (!png.empty()) {
+    if (absl::Status s = RenderPng(TopologyDot(*sys), png); !s.ok()) {
+      std::fprintf(stderr, "trirace topo: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    std::printf("wrote %s\n", png.c_str());
+  } else if (paths) {
     PrintPaths(*sys);
   } else if (json) {
-    PrintJson(*sys);
+    PrintJson(*sys, notes);
   } else {
     PrintTree(*sys);
+    for (const std::string& n : notes) std::printf("  note: %s\n", n.c_str());
   }
   return 0;
 }
@@ -256,25 +273,32 @@ Command AddTopoCommand(CLI::App& trirace) {
     std::string from;
     bool json = false;
     bool paths = false;
+    std::string png;
   };
   auto state = std::make_shared<State>();
-  CLI::App* cmd = trirace.add_subcommand("topo", "the hosts, GPUs, NICs and rails of a topology file");
-  cmd->add_option("--from", state->from, "a TriRace JSON spec or an NCCL topology XML")->type_name("FILE");
+  CLI::App* cmd = trirace.add_subcommand("topo", "the hosts, GPUs, NICs and rails of this machine or a topology file");
+  cmd->add_option("--from", state->from, "a TriRace JSON spec or an NCCL topology XML instead of this machine")
+      ->type_name("FILE");
   CLI::Option* json = cmd->add_flag("--json", state->json, "print the model as JSON, for scripts");
   CLI::Option* paths = cmd->add_flag("--paths", state->paths,
                                      "print the NIC each GPU of the first host uses and the links to its peer");
+  CLI::Option* png = cmd->add_option("--png", state->png, "draw the model into this PNG file (Graphviz)")
+                         ->type_name("FILE");
   json->excludes(paths);
+  png->excludes(json)->excludes(paths);
   cmd->footer(
-      "Reads a topology file (a TriRace JSON spec or an NCCL topology XML, told apart by\n"
-      "content; docs/topology.md) and prints per host its NUMA nodes, PCIe switches, GPUs and\n"
+      "Discovers this machine (hwloc where built, sysfs), or reads a topology file (a TriRace\n"
+      "JSON spec or an NCCL topology XML, told apart by content; docs/topology.md), and prints\n"
+      "per host its NUMA nodes, PCIe switches, GPUs and\n"
       "NICs: bus ids, rails, rates, link layers, the NIC each GPU uses with NCCL's path type\n"
       "(PIX, PXB, PHB, SYS) and where each fact came from. --json prints the same as JSON\n"
       "(per GPU: pci, numa, dev, nic, nic_pci, rail, path; per NIC: name, pci, numa, port,\n"
       "rail, gbps, link_layer; null where a GPU has no NIC). --paths prints, for each GPU of\n"
       "the first host, the links to the same GPU of the second host (or to GPU 0 of the\n"
-      "first when there is no second). An NCCL XML describes one host, keyed \"localhost\".\n"
-      "Discovery of the machine itself is not built yet: --from is needed.");
-  return {cmd, [state] { return Topo(state->from, state->json, state->paths); }};
+      "first when there is no second). An NCCL XML describes one host, keyed \"localhost\";\n"
+      "this machine is keyed TRIRACE_HOST_ID or its host name, and what discovery did not\n"
+      "find is listed as notes (\"notes\" in JSON). --png FILE draws the model with Graphviz.");
+  return {cmd, [state] { return Topo(state->from, state->json, state->paths, state->png); }};
 }
 
 }  // namespace trirace::tools

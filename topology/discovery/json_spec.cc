@@ -27,18 +27,6 @@ std::string Sub(absl::string_view path, absl::string_view key) {
 }
 std::string At(absl::string_view path, size_t i) { return absl::StrCat(path, "[", i, "]"); }
 
-bool IsHex(absl::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return absl::ascii_isxdigit(c); });
-}
-
-// domain:bus:device.function, all hex, as NormalizeBusId leaves it.
-bool LooksLikeBusId(absl::string_view id) {
-  const std::vector<absl::string_view> parts = absl::StrSplit(id, ':');
-  if (parts.size() != 3 || !IsHex(parts[0]) || !IsHex(parts[1])) return false;
-  const std::vector<absl::string_view> devfn = absl::StrSplit(parts[2], '.');
-  return devfn.size() == 2 && IsHex(devfn[0]) && IsHex(devfn[1]);
-}
-
 const char* TypeName(const json& j) {
   if (j.is_object()) return "an object";
   if (j.is_array()) return "an array";

@@ -15,6 +15,7 @@
 #include "absl/strings/strip.h"
 #include "common/status.h"
 #include "topology/affinity.h"
+#include "topology/discovery/hwloc.h"
 #include "topology/discovery/json_spec.h"
 #include "topology/discovery/nccl_xml.h"
 
@@ -22,7 +23,8 @@ namespace trirace::topo {
 namespace {
 
 constexpr absl::string_view kAccepted =
-    "accepted: a TriRace JSON spec (docs/topology.md) or an NCCL topology XML (root <system>)";
+    "accepted: a TriRace JSON spec (docs/topology.md), an NCCL topology XML (root <system>) or an hwloc XML "
+    "export (root <topology>)";
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -86,15 +88,11 @@ absl::StatusOr<System> Parse(absl::string_view text, const std::string& path, co
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a topology file TriRace reads (", kAccepted, ")"));
   }
   const std::string root = RootElement(body);
-  if (root == "topology") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": an hwloc XML export: not read yet (use an NCCL topology XML or a JSON spec)"));
-  }
-  if (root != "system") {
+  if (root != "system" && root != "topology") {
     return absl::InvalidArgumentError(absl::StrCat(path, ": XML with root <", root.empty() ? "?" : root,
                                                    ">, not a topology file TriRace reads (", kAccepted, ")"));
   }
-  absl::StatusOr<Host> host = ParseNcclTopoXml(text, path);
+  absl::StatusOr<Host> host = root == "system" ? ParseNcclTopoXml(text, path) : ParseHwlocXml(text, path);
   if (!host.ok()) return host.status();
   System sys;
   sys.hosts.push_back(*std::move(host));

@@ -1,9 +1,9 @@
 // Loading a topology file whose format is told by its content: a TriRace JSON
 // spec ('{' first), an NCCL topology XML (root <system>) or an hwloc XML
-// export (root <topology>: not read yet, a clear error says so). This is
-// what `trirace topo --from FILE` uses (and a topology-file parameter will,
-// once the scheduler reads the model: issue #15). AssignNics has run on every
-// host of the result.
+// export (root <topology>, `lstopo --of xml`; read through hwloc, so a build
+// without hwloc answers Unimplemented naming the file). This is what
+// `trirace topo --from FILE` and TRIRACE_TOPO_FILE use. AssignNics has run on
+// every host of the result.
 #ifndef TRIRACE_TOPOLOGY_DISCOVERY_LOAD_H_
 #define TRIRACE_TOPOLOGY_DISCOVERY_LOAD_H_
 
@@ -14,8 +14,8 @@
 
 namespace trirace::topo {
 
-// The System in `path`. A one-host format (NCCL XML) gives a System of one
-// host keyed `host_key`. Errors name the file; a missing or unreadable file
+// The System in `path`. A one-host format (NCCL XML, hwloc XML) gives a
+// System of one host keyed `host_key`. Errors name the file; a missing or unreadable file
 // is NotFound / PermissionDenied, a file that does not parse InvalidArgument.
 absl::StatusOr<System> LoadTopologyFile(const std::string& path, const std::string& host_key = "localhost");
 

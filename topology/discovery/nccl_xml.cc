@@ -38,21 +38,6 @@ constexpr int kMaxNvLinks = 1024;
 // appear. Anything else outside its place is an error.
 bool IsIgnoredNcclElement(absl::string_view name) { return name == "nvlink" || name == "c2c" || name == "pcilink"; }
 
-// "16.0 GT/s PCIe" x 16 -> Gbit/s per direction; anything unreadable -> 0.
-double PcieGbps(const char* speed, const char* width) {
-  if (speed == nullptr || width == nullptr) return 0;
-  const absl::string_view text = absl::StripAsciiWhitespace(speed);
-  const size_t unit = text.find("GT/s");
-  double gts = 0;
-  int lanes = 0;
-  if (unit == absl::string_view::npos || !absl::SimpleAtod(text.substr(0, unit), &gts) ||
-      !absl::SimpleAtoi(width, &lanes) || !std::isfinite(gts) || gts <= 0 || lanes <= 0) {
-    return 0;
-  }
-  const double encoding = gts >= 8 ? 128.0 / 130.0 : 8.0 / 10.0;
-  return gts * encoding * lanes;
-}
-
 // Per link, per direction, from the GPU's compute capability (<gpu sm>), as
 // the hardware is specified: NVLink 1 (P100) 20 GB/s; NVLink 2-4 (V100,
 // Turing bridges, A100, H100) 25 GB/s; GA10x bridges 14.0625 GB/s; NVLink 5
@@ -71,18 +56,6 @@ double NvLinkGbps(int sm) {
     default:
       return 0;
   }
-}
-
-// "0000:3b:00.0" after NormalizeBusId: domain:bus:device.function, all hex.
-bool LooksLikeBusId(absl::string_view id) {
-  const std::vector<absl::string_view> parts = absl::StrSplit(id, ':');
-  if (parts.size() != 3) return false;
-  const std::vector<absl::string_view> devfn = absl::StrSplit(parts[2], '.');
-  if (devfn.size() != 2) return false;
-  for (absl::string_view p : {parts[0], parts[1], devfn[0], devfn[1]}) {
-    if (p.empty() || !std::all_of(p.begin(), p.end(), [](char c) { return absl::ascii_isxdigit(c); })) return false;
-  }
-  return true;
 }
 
 // What a tinyxml2 error means for someone fixing the file.
@@ -255,7 +228,9 @@ absl::Status Parser::Pci(const XMLElement& pci, int parent, int numa) {
   node.parent = parent;
   node.numa = numa;
   node.is_switch = sub == kClassBridge && !is_gpu && !is_nic;
-  node.link_gbps = PcieGbps(pci.Attribute("link_speed"), pci.Attribute("link_width"));
+  const char* speed = pci.Attribute("link_speed");
+  const char* width = pci.Attribute("link_width");
+  node.link_gbps = speed != nullptr && width != nullptr ? PcieGbps(speed, width) : 0;
   const int index = static_cast<int>(host_.pci.size());
   host_.pci.push_back(std::move(node));
 

@@ -1,0 +1,414 @@
+#include "topology/discovery/hwloc.h"
+
+#include "absl/status/status.h"
+
+#if TRIRACE_HAVE_HWLOC
+
+#include <hwloc.h>
+#include <tinyxml2.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
+#include "common/status.h"
+
+namespace trirace::topo {
+namespace {
+
+// PCI class and subclass (hwloc's class_id is 0xCCSS).
+constexpr unsigned kClassDisplay = 0x03;  // 0x0300 VGA, 0x0302 3D, 0x0380 other
+constexpr unsigned kClassEthernet = 0x0200;
+constexpr unsigned kClassInfiniBand = 0x0207;
+constexpr unsigned kVendorNvidia = 0x10de;
+constexpr unsigned kVendorAmdGpu = 0x1002;
+
+// hwloc_topology_t owns everything hwloc allocated for it.
+struct TopologyDeleter {
+  void operator()(hwloc_topology_t t) const { hwloc_topology_destroy(t); }
+};
+using TopologyPtr = std::unique_ptr<hwloc_topology, TopologyDeleter>;
+
+// A topology that keeps the I/O objects `filter` lets through.
+absl::StatusOr<TopologyPtr> NewTopology(hwloc_type_filter_e filter) {
+  hwloc_topology_t raw = nullptr;
+  if (hwloc_topology_init(&raw) != 0) return SystemError("hwloc_topology_init", errno);
+  TopologyPtr topo(raw);
+  if (hwloc_topology_set_io_types_filter(raw, filter) != 0) {
+    return SystemError("hwloc_topology_set_io_types_filter", errno);
+  }
+  return topo;
+}
+
+using ConstObj = const hwloc_obj*;
+
+bool IsPciBridge(ConstObj obj) {
+  return obj != nullptr && obj->type == HWLOC_OBJ_BRIDGE && obj->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI;
+}
+
+// The PCI attributes of a PCI device or a PCI-to-PCI bridge.
+using PciAttributes = decltype(hwloc_obj_attr_u::pcidev);
+const PciAttributes& PciAttr(ConstObj obj) {
+  return obj->type == HWLOC_OBJ_PCI_DEVICE ? obj->attr->pcidev : obj->attr->bridge.upstream.pci;
+}
+
+std::string BusId(ConstObj obj) {
+  const auto& pci = PciAttr(obj);
+  return NormalizeBusId(absl::StrCat(absl::Hex(pci.domain, absl::kZeroPad4), ":", absl::Hex(pci.bus, absl::kZeroPad2), ":",
+                                     absl::Hex(pci.dev, absl::kZeroPad2), ".", absl::Hex(pci.func)));
+}
+
+// The node a PCI object hangs under in the model, NCCL's way: a PCIe switch
+// is its upstream port, and the downstream port between it and a device
+// (like a CPU's root port above a switch) is no hop of its own. So the
+// parent is the PCI bridge two levels up; nullptr when that is not a PCI
+// bridge (the host bridge, or the CPU side): directly under the CPU.
+hwloc_obj_t ModelParent(ConstObj obj) {
+  hwloc_obj_t port = obj->parent;
+  if (!IsPciBridge(port)) return nullptr;
+  return IsPciBridge(port->parent) ? port->parent : nullptr;
+}
+
+// Ports listed by an OpenFabrics device's "Port<N>State" infos ({1} when none).
+std::vector<int> OpenFabricsPorts(ConstObj osdev) {
+  std::set<int> ports;
+  for (unsigned i = 0; i < osdev->infos_count; ++i) {
+    absl::string_view name = osdev->infos[i].name;
+    int port = 0;
+    if (absl::ConsumePrefix(&name, "Port") && absl::ConsumeSuffix(&name, "State") && absl::SimpleAtoi(name, &port) &&
+        port > 0) {
+      ports.insert(port);
+    }
+  }
+  if (ports.empty()) return {1};
+  return {ports.begin(), ports.end()};
+}
+
+// A link layer an info of `osdev` names ("Port<N>LinkLayer", else
+// "LinkLayer": not written by hwloc itself, but by hwloc-annotate users).
+LinkLayer InfoLinkLayer(hwloc_obj_t osdev, int port) {
+  const char* value = hwloc_obj_get_info_by_name(osdev, absl::StrCat("Port", port, "LinkLayer").c_str());
+  if (value == nullptr) value = hwloc_obj_get_info_by_name(osdev, "LinkLayer");
+  if (value == nullptr) return LinkLayer::kUnknown;
+  if (absl::EqualsIgnoreCase(value, "Ethernet")) return LinkLayer::kEthernet;
+  if (absl::EqualsIgnoreCase(value, "InfiniBand")) return LinkLayer::kInfiniBand;
+  return LinkLayer::kUnknown;
+}
+
+// Turns a loaded topology into a Host.
+class HostBuilder {
+ public:
+  HostBuilder(hwloc_topology_t topo, absl::string_view origin) : topo_(topo), origin_(origin) {}
+
+  absl::StatusOr<Host> Build();
+
+ private:
+  // The NUMA node (OS index) of the CPU side an object hangs under, or -1.
+  int NumaOf(hwloc_obj_t obj) const;
+  // The model node of a PCI device or kept bridge, made (with its parents)
+  // on first use.
+  absl::StatusOr<int> Node(hwloc_obj_t obj);
+  absl::Status AddGpu(hwloc_obj_t dev);
+  // The NICs of PCI device `dev` (nullptr: OS devices outside the PCI tree,
+  // `osdevs`); adds nothing when it is not a NIC.
+  absl::Status AddNics(hwloc_obj_t dev, const std::vector<hwloc_obj_t>& osdevs);
+
+  hwloc_topology_t topo_;
+  std::string origin_;
+  Host host_;
+  std::map<ConstObj, int> nodes_;
+};
+
+int HostBuilder::NumaOf(hwloc_obj_t obj) const {
+  hwloc_obj_t cpu_side = hwloc_get_non_io_ancestor_obj(topo_, obj);
+  if (cpu_side == nullptr || cpu_side->nodeset == nullptr) return -1;
+  return hwloc_bitmap_first(cpu_side->nodeset);  // -1 when empty
+}
+
+absl::StatusOr<int> HostBuilder::Node(hwloc_obj_t obj) {
+  if (auto it = nodes_.find(obj); it != nodes_.end()) return it->second;
+  int parent = -1;
+  if (hwloc_obj_t up = ModelParent(obj); up != nullptr) {
+    absl::StatusOr<int> p = Node(up);
+    if (!p.ok()) return p.status();
+    parent = *p;
+  }
+  PciNode node;
+  node.busid = BusId(obj);
+  if (host_.FindPci(node.busid) >= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(origin_, ": PCI bus id ", node.busid, " listed twice"));
+  }
+  node.parent = parent;
+  node.numa = NumaOf(obj);
+  node.is_switch = obj->type == HWLOC_OBJ_BRIDGE;
+  const float gbytes = PciAttr(obj).linkspeed;  // GB/s, 0 when unknown
+  node.link_gbps = gbytes > 0 ? static_cast<double>(gbytes) * 8 : 0;
+  const int index = static_cast<int>(host_.pci.size());
+  host_.pci.push_back(std::move(node));
+  nodes_[obj] = index;
+  return index;
+}
+
+absl::Status HostBuilder::AddGpu(hwloc_obj_t dev) {
+  absl::StatusOr<int> node = Node(dev);
+  if (!node.ok()) return node.status();
+  Gpu g;
+  g.pci = host_.pci[*node].busid;
+  g.pci_node = *node;
+  g.numa = host_.pci[*node].numa;
+  host_.gpus.push_back(std::move(g));
+  return absl::OkStatus();
+}
+
+absl::Status HostBuilder::AddNics(hwloc_obj_t dev, const std::vector<hwloc_obj_t>& osdevs) {
+  const unsigned cls = dev != nullptr ? dev->attr->pcidev.class_id : 0;
+  std::vector<Nic> found;
+  // An RDMA device first (mlx5_0: the name NCCL's IB transport uses); its
+  // netdev (ib0, or eth0 for RoCE) is the same adapter.
+  for (hwloc_obj_t os : osdevs) {
+    if (os->attr->osdev.type != HWLOC_OBJ_OSDEV_OPENFABRICS || os->name == nullptr) continue;
+    for (int port : OpenFabricsPorts(os)) {
+      Nic n;
+      n.name = os->name;
+      n.port = port;
+      n.link_layer = InfoLinkLayer(os, port);
+      if (n.link_layer == LinkLayer::kUnknown) {
+        n.link_layer = cls == kClassEthernet ? LinkLayer::kEthernet : LinkLayer::kInfiniBand;
+      }
+      found.push_back(std::move(n));
+    }
+  }
+  if (found.empty()) {
+    for (hwloc_obj_t os : osdevs) {
+      if (os->attr->osdev.type != HWLOC_OBJ_OSDEV_NETWORK || os->name == nullptr) continue;
+      Nic n;
+      n.name = os->name;
+      n.link_layer = cls == kClassInfiniBand ? LinkLayer::kInfiniBand : LinkLayer::kEthernet;  // IPoIB or Ethernet
+      found.push_back(std::move(n));
+    }
+  }
+  if (found.empty() && (cls == kClassEthernet || cls == kClassInfiniBand)) {
+    // A NIC without a driver hwloc saw (vfio-pci, unbound): known by its bus id.
+    Nic n;
+    n.link_layer = cls == kClassInfiniBand ? LinkLayer::kInfiniBand : LinkLayer::kEthernet;
+    found.push_back(std::move(n));
+  }
+  if (found.empty()) return absl::OkStatus();
+
+  int node = -1;
+  int numa = -1;
+  if (dev != nullptr) {
+    absl::StatusOr<int> n = Node(dev);
+    if (!n.ok()) return n.status();
+    node = *n;
+    numa = host_.pci[node].numa;
+  } else {
+    numa = NumaOf(osdevs.front());
+  }
+  for (Nic& n : found) {
+    n.pci = node >= 0 ? host_.pci[node].busid : "";
+    n.pci_node = node;
+    n.numa = numa;
+    if (n.name.empty()) n.name = n.pci;
+    host_.nics.push_back(std::move(n));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Host> HostBuilder::Build() {
+  host_.numa_nodes = std::max(1, hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_NUMANODE));
+
+  // OS devices by the PCI device they belong to (nullptr: none).
+  std::map<ConstObj, std::vector<hwloc_obj_t>> osdevs;
+  for (hwloc_obj_t os = hwloc_get_next_osdev(topo_, nullptr); os != nullptr; os = hwloc_get_next_osdev(topo_, os)) {
+    hwloc_obj_t up = os->parent;
+    while (up != nullptr && up->type == HWLOC_OBJ_OS_DEVICE) up = up->parent;
+    osdevs[up != nullptr && up->type == HWLOC_OBJ_PCI_DEVICE ? up : nullptr].push_back(os);
+  }
+
+  for (hwloc_obj_t dev = hwloc_get_next_pcidev(topo_, nullptr); dev != nullptr;
+       dev = hwloc_get_next_pcidev(topo_, dev)) {
+    const auto& pci = dev->attr->pcidev;
+    const std::vector<hwloc_obj_t>& own = osdevs[dev];
+    // A display controller is a GPU when it is NVIDIA's or AMD's, or a
+    // compute runtime saw it (a CoProc device: cuda0, opencl0d0, ...); a
+    // server's BMC VGA is none of these.
+    const bool coproc = std::any_of(own.begin(), own.end(), [](hwloc_obj_t os) {
+      return os->attr->osdev.type == HWLOC_OBJ_OSDEV_COPROC;
+    });
+    absl::Status s;
+    if ((pci.class_id >> 8) == kClassDisplay &&
+        (pci.vendor_id == kVendorNvidia || pci.vendor_id == kVendorAmdGpu || coproc)) {
+      s = AddGpu(dev);
+    } else {
+      s = AddNics(dev, own);
+    }
+    if (!s.ok()) return s;
+  }
+  // Network / RDMA devices outside the PCI tree, each its own NIC.
+  for (hwloc_obj_t os : osdevs[nullptr]) {
+    if (absl::Status s = AddNics(nullptr, {os}); !s.ok()) return s;
+  }
+
+  // hwloc's order is the tree's; bus ids make it the same for every source.
+  std::stable_sort(host_.gpus.begin(), host_.gpus.end(), [](const Gpu& a, const Gpu& b) { return a.pci < b.pci; });
+  std::stable_sort(host_.nics.begin(), host_.nics.end(), [](const Nic& a, const Nic& b) {
+    if (a.pci.empty() != b.pci.empty()) return !a.pci.empty();
+    if (a.pci != b.pci) return a.pci < b.pci;
+    if (a.port != b.port) return a.port < b.port;
+    return a.name < b.name;
+  });
+  // hwloc knows no NIC port rate and no NVLink: those facts stay unnoted.
+  if (!host_.pci.empty()) host_.Note("pci", Source::kHwloc);
+  if (!host_.gpus.empty()) host_.Note("gpus", Source::kHwloc);
+  if (!host_.nics.empty()) host_.Note("nics", Source::kHwloc);
+  return std::move(host_);
+}
+
+// Why tinyxml2 refused `doc`, for someone fixing the file.
+std::string Explain(const tinyxml2::XMLDocument& doc) {
+  const absl::string_view detail = doc.ErrorStr();
+  const size_t at = detail.find("name=");
+  const std::string name = at == absl::string_view::npos ? "" : std::string(detail.substr(at + 5));
+  const std::string where = name.empty() ? "" : absl::StrCat(" at <", name, ">");
+  return absl::StrCat("malformed or truncated XML (", doc.ErrorName(), where,
+                      "), expected every element closed and nothing after </topology>");
+}
+
+// `text` as hwloc's own XML reader (the one built without libxml2) takes
+// it: no comments (hand-edited exports may have some), "\n" line ends, and
+// the root element first (it refuses blank lines or comments before it).
+// `text` is well-formed XML here: "<!--" starts a comment wherever it is
+// outside a CDATA section, and the prolog holds only a declaration, a
+// DOCTYPE (perhaps with an internal subset), comments and blanks.
+std::string ForHwloc(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  while (!text.empty()) {
+    const size_t comment = text.find("<!--");
+    if (comment == absl::string_view::npos) break;
+    const size_t cdata = text.find("<![CDATA[");
+    if (cdata < comment) {
+      const size_t end = text.find("]]>", cdata);
+      const size_t keep = end == absl::string_view::npos ? text.size() : end + 3;
+      absl::StrAppend(&out, text.substr(0, keep));
+      text.remove_prefix(keep);
+      continue;
+    }
+    absl::StrAppend(&out, text.substr(0, comment));
+    const size_t end = text.find("-->", comment + 4);
+    text.remove_prefix(end == absl::string_view::npos ? text.size() : end + 3);
+  }
+  absl::StrAppend(&out, text);
+  out = absl::StrReplaceAll(out, {{"\r\n", "\n"}, {"\r", "\n"}});
+
+  absl::string_view rest = out;
+  for (;;) {
+    rest = absl::StripLeadingAsciiWhitespace(rest);
+    size_t end = absl::string_view::npos;
+    if (absl::StartsWith(rest, "<?")) {
+      end = rest.find("?>");
+      if (end != absl::string_view::npos) end += 2;
+    } else if (absl::StartsWith(rest, "<!")) {
+      const size_t close = rest.find('>');
+      const size_t subset = rest.find('[');
+      end = subset < close ? rest.find("]", subset) : close;
+      if (end != absl::string_view::npos) end = rest.find('>', end);
+      if (end != absl::string_view::npos) end += 1;
+    } else {
+      break;
+    }
+    if (end == absl::string_view::npos) break;
+    rest.remove_prefix(end);
+  }
+  return std::string(rest);
+}
+
+// The text hwloc is to read, once it is well-formed XML with root <topology>.
+absl::StatusOr<std::string> CheckedXml(absl::string_view text, absl::string_view origin) {
+  absl::ConsumePrefix(&text, "\xEF\xBB\xBF");  // a UTF-8 byte-order mark
+  if (absl::StripAsciiWhitespace(text).empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": empty file, expected an hwloc XML export"));
+  }
+  tinyxml2::XMLDocument doc;
+  if (doc.Parse(text.data(), text.size()) != tinyxml2::XML_SUCCESS) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ":", std::max(doc.ErrorLineNum(), 1),
+                                                   ": not an hwloc XML export: ", Explain(doc)));
+  }
+  const tinyxml2::XMLElement* root = doc.RootElement();
+  if (root == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": not an hwloc XML export: no element, expected <topology>"));
+  }
+  if (absl::string_view(root->Name()) != "topology") {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": not an hwloc XML export: root element <", root->Name(),
+                                                   ">, expected <topology>"));
+  }
+  if (const tinyxml2::XMLElement* extra = root->NextSiblingElement(); extra != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ":", extra->GetLineNum(), ": not an hwloc XML export: <",
+                                                   extra->Name(), "> after </topology>, expected one root element"));
+  }
+  if (root->FirstChildElement("object") == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": not an hwloc XML export: <topology> holds no <object>, expected the Machine"));
+  }
+  return ForHwloc(text);
+}
+
+}  // namespace
+
+absl::StatusOr<Host> DiscoverHwloc() {
+  // Only what matters for placement: GPUs, NICs and the bridges above them.
+  absl::StatusOr<TopologyPtr> topo = NewTopology(HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  if (!topo.ok()) return topo.status();
+  if (hwloc_topology_load(topo->get()) != 0) return SystemError("hwloc_topology_load", errno);
+  return HostBuilder(topo->get(), "hwloc").Build();
+}
+
+absl::StatusOr<Host> ParseHwlocXml(absl::string_view text, absl::string_view origin) {
+  absl::StatusOr<std::string> xml = CheckedXml(text, origin);
+  if (!xml.ok()) return xml.status();
+  if (xml->size() >= static_cast<size_t>(INT_MAX)) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": too large for hwloc (", xml->size(), " bytes)"));
+  }
+  // Everything the file lists: the filter applies to XML imports too.
+  absl::StatusOr<TopologyPtr> topo = NewTopology(HWLOC_TYPE_FILTER_KEEP_ALL);
+  if (!topo.ok()) return topo.status();
+  // The length counts the terminating NUL, as hwloc's exports do.
+  if (hwloc_topology_set_xmlbuffer(topo->get(), xml->c_str(), static_cast<int>(xml->size() + 1)) != 0 ||
+      hwloc_topology_load(topo->get()) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": not an hwloc XML export: hwloc ", HWLOC_VERSION,
+                                                   " refused it (HWLOC_XML_VERBOSE=1 prints why)"));
+  }
+  return HostBuilder(topo->get(), origin).Build();
+}
+
+}  // namespace trirace::topo
+
+#else  // !TRIRACE_HAVE_HWLOC
+
+#include "absl/strings/str_cat.h"
+
+namespace trirace::topo {
+
+absl::StatusOr<Host> DiscoverHwloc() { return absl::UnimplementedError("built without hwloc"); }
+
+absl::StatusOr<Host> ParseHwlocXml(absl::string_view /*text*/, absl::string_view origin) {
+  return absl::UnimplementedError(absl::StrCat(origin, ": an hwloc XML export, and TriRace was built without hwloc"));
+}
+
+}  // namespace trirace::topo
+
+#endif  // TRIRACE_HAVE_HWLOC
