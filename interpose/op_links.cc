@@ -6,7 +6,7 @@
 #include "common/logging.h"
 #include "common/params.h"
 #include "interpose/comm_state.h"
-#include "topology/discovery/load.h"
+#include "topology/discovery/spec_file.h"
 
 namespace trirace::interpose {
 namespace {
@@ -19,7 +19,7 @@ std::unique_ptr<OpLinks> OpLinks::FromParams() {
   topo::LocalNic nic = topo::LocalNicFromParams();
   const std::string file = ParamString(ParamId::kTopoFile);
   if (!file.empty()) {
-    absl::StatusOr<topo::System> sys = topo::LoadTopologyFile(file, nic.host_key);
+    absl::StatusOr<topo::System> sys = topo::LoadTopologySpec(file);
     if (!sys.ok()) {
       TRIRACE_WARN(TOPO, "TRIRACE_TOPO_FILE=%s: %s; using one NIC per host (%s, %g Gbit/s)", file,
                    sys.status().message(), nic.interface, nic.gbps);

@@ -26,6 +26,8 @@ absl::string_view SourceName(Source s) {
       return "sysfs";
     case Source::kIbverbs:
       return "ibverbs";
+    case Source::kNvml:
+      return "nvml";
     case Source::kParam:
       return "param";
     case Source::kDefault:

@@ -41,6 +41,7 @@ enum class Source : uint8_t {
   kHwloc,     // hwloc: the machine or an hwloc XML export
   kSysfs,     // /sys/class/net, /sys/class/infiniband, /sys/bus/pci
   kIbverbs,   // libibverbs port attributes
+  kNvml,      // NVML (GPUs, NVLinks)
   kParam,     // a TRIRACE_* / NCCL_* variable
   kDefault,   // assumed
 };

@@ -93,26 +93,33 @@ TEST(TriraceCliTest, EnvWarnsAboutABadValueOnStderr) {
 
 TEST(TriraceCliTest, RunSetsPreloadPluginAndModeInTheChild) {
   FakePrefix prefix(/*with_shim=*/true, /*with_plugin=*/true);
+  // An empty sysfs: no RDMA port, so auto picks the TCP plugin on any machine.
+  const std::string sys = testing_support::MakeTempDir("trirace-cli-sys");
   auto r = RunProcess({prefix.exe(), "run", "--mode", "schedule", "--policy=fifo", "--", "env"},
-                      {{"LD_PRELOAD", ""}}, {"NCCL_NET_PLUGIN", "TRIRACE_MODE", "TRIRACE_POLICY"});
+                      {{"LD_PRELOAD", ""}, {"TRIRACE_SYSFS_ROOT", sys}},
+                      {"NCCL_NET_PLUGIN", "TRIRACE_MODE", "TRIRACE_POLICY", "NCCL_NET", "TRIRACE_NET_INNER"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto env = ParseEnvOutput(r.out);
   EXPECT_EQ(env["LD_PRELOAD"], prefix.lib("libtrirace.so"));
   EXPECT_EQ(env["NCCL_NET_PLUGIN"], prefix.lib("libnccl-net-trirace.so"));
   EXPECT_EQ(env["TRIRACE_MODE"], "schedule");
   EXPECT_EQ(env["TRIRACE_POLICY"], "fifo");
+  EXPECT_THAT(r.err, HasSubstr("trirace run: net: tcp ("));
+  std::filesystem::remove_all(sys);
 }
 
-TEST(TriraceCliTest, RunKeepsExistingPreloadsAndAUserPlugin) {
+TEST(TriraceCliTest, RunKeepsExistingPreloadsAndWrapsAUserPlugin) {
   FakePrefix prefix(true, true);
   auto r = RunProcess({prefix.exe(), "run", "env"},
-                      {{"LD_PRELOAD", FAKE_PROVIDER}, {"NCCL_NET_PLUGIN", "aws-ofi"}, {"TRIRACE_MODE", "off"}});
+                      {{"LD_PRELOAD", FAKE_PROVIDER}, {"NCCL_NET_PLUGIN", "aws-ofi"}, {"TRIRACE_MODE", "off"}},
+                      {"NCCL_NET", "TRIRACE_NET_INNER"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto env = ParseEnvOutput(r.out);
   EXPECT_EQ(env["LD_PRELOAD"], prefix.lib("libtrirace.so") + ":" + FAKE_PROVIDER);
-  EXPECT_EQ(env["NCCL_NET_PLUGIN"], "aws-ofi");
+  EXPECT_EQ(env["NCCL_NET_PLUGIN"], prefix.lib("libnccl-net-trirace.so"));
+  EXPECT_EQ(env["TRIRACE_NET_INNER"], "aws-ofi") << "the user's plugin carries the bytes, TriRace's counts them";
   EXPECT_EQ(env["TRIRACE_MODE"], "off");
-  EXPECT_THAT(r.err, HasSubstr("keeping NCCL_NET_PLUGIN=aws-ofi"));
+  EXPECT_THAT(r.err, HasSubstr("trirace run: net: wrap (NCCL_NET_PLUGIN=aws-ofi"));
 }
 
 TEST(TriraceCliTest, RunRefusesWhenTheShimIsNotBuilt) {
@@ -221,20 +228,38 @@ TEST(TriraceCliTest, TopoPrintsTheTreeAndThePaths) {
 }
 
 TEST(TriraceCliTest, TopoDiscoversThisMachine) {
-  auto tree = RunProcess({TRIRACE_EXE, "topo"});
+  // Keyed TRIRACE_HOST_ID, as the shim keys this host.
+  auto tree = RunProcess({TRIRACE_EXE, "topo"}, {{"TRIRACE_HOST_ID", "bench-node-7"}});
   ASSERT_EQ(tree.exit_code, 0) << tree.err;
-  EXPECT_THAT(tree.out, HasSubstr("fabric: single_switch\nhost "));
-  // No GPU here (the CI machines have none); said as a note, not an error.
-  EXPECT_THAT(tree.out, HasSubstr("  note: no GPU found\n"));
-  auto json = RunProcess({TRIRACE_EXE, "topo", "--json"});
+  EXPECT_THAT(tree.out, StartsWith("fabric: single_switch\nhost bench-node-7: "));
+  EXPECT_THAT(tree.out, HasSubstr("\n  sources: "));
+  auto json = RunProcess({TRIRACE_EXE, "topo", "--json"}, {{"TRIRACE_HOST_ID", "bench-node-7"}});
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const nlohmann::json doc = nlohmann::json::parse(json.out);
   ASSERT_EQ(doc.at("hosts").size(), 1u);
-  EXPECT_TRUE(doc["hosts"][0].at("gpus").empty());
-  EXPECT_THAT(doc.at("notes").get<std::vector<std::string>>(), ::testing::Contains("no GPU found"));
-  for (const nlohmann::json& nic : doc["hosts"][0]["nics"]) {
-    for (const char* key : {"name", "pci", "rail", "gbps"}) EXPECT_TRUE(nic.contains(key)) << key << " in " << nic;
+  const nlohmann::json& host = doc["hosts"][0];
+  EXPECT_EQ(host.at("key"), "bench-node-7");
+  const auto notes = doc.at("notes").get<std::vector<std::string>>();
+  // What is missing is a note, never an error: no GPU on the CI machines, a
+  // NIC or a note saying there is none.
+  if (host.at("gpus").empty()) {
+    EXPECT_THAT(notes, ::testing::Contains("no GPU found"));
+    EXPECT_THAT(tree.out, HasSubstr("\n  note: no GPU found\n"));
   }
+  if (host.at("nics").empty()) {
+    EXPECT_THAT(notes, ::testing::Contains("no NIC with a PCI device found"));
+  } else {
+    EXPECT_THAT(tree.out, HasSubstr("    nic "));
+  }
+  for (const nlohmann::json& nic : host["nics"]) {
+    for (const char* key : {"name", "pci", "rail", "gbps", "link_layer"}) {
+      EXPECT_TRUE(nic.contains(key)) << key << " in " << nic;
+    }
+  }
+  for (const std::string& note : notes) EXPECT_THAT(tree.out, HasSubstr("  note: " + note + "\n"));
+  auto paths = RunProcess({TRIRACE_EXE, "topo", "--paths"});
+  EXPECT_EQ(paths.exit_code, 0) << paths.err;
+  EXPECT_THAT(paths.out, StartsWith("paths from host "));
 }
 
 TEST(TriraceCliTest, TopoDrawsThePicture) {

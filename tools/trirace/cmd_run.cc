@@ -1,5 +1,6 @@
-// trirace run: exec a program with the shim preloaded and the net plugin
-// selected, and the TRIRACE_* variables that the flags ask for.
+// trirace run: exec a program with the shim preloaded, the network transport
+// chosen (net_choice.h: TriRace's TCP plugin, TriRace's plugin wrapping the
+// user's, or NCCL's own), and the TRIRACE_* variables that the flags ask for.
 #include <unistd.h>
 
 #include <cerrno>
@@ -7,27 +8,36 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_split.h"
 #include "commands.h"
 #include "common/params.h"
 #include "library_paths.h"
+#include "net_choice.h"
 
 namespace trirace::tools {
 namespace {
 
 // The help's closing text: where the libraries are looked up.
 std::string Footer() {
-  std::string text = "Runs CMD with the TriRace shim (" + std::string(kShimLibrary) +
-                     ") in LD_PRELOAD and, unless NCCL_NET_PLUGIN is\nalready set, NCCL_NET_PLUGIN "
-                     "pointing at the TriRace net plugin (" + std::string(kNetPluginLibrary) +
-                     ").\nBoth are looked up next to this command, in:\n";
+  std::string text =
+      "Runs CMD with the TriRace shim (" + std::string(kShimLibrary) +
+      ") in LD_PRELOAD and the network transport --net chooses:\n"
+      "  auto    (default) wrap a net plugin set in NCCL_NET_PLUGIN; else native where an RDMA port is\n"
+      "          ACTIVE (TRIRACE_SYSFS_ROOT) and IB is not disabled; else tcp\n"
+      "  tcp     NCCL_NET_PLUGIN = the TriRace net plugin (" + std::string(kNetPluginLibrary) + "), over TCP\n"
+      "  wrap    NCCL_NET_PLUGIN = the TriRace net plugin, TRIRACE_NET_INNER = your plugin, which it wraps\n"
+      "  native  NCCL_NET_PLUGIN left to NCCL: NCCL keeps its own IB (or socket) transport\n"
+      "One line on stderr says the choice and why. Both libraries are looked up next to this command, in:\n";
   for (const std::string& d : LibrarySearchDirs()) text += "  " + d + "\n";
-  text += "Variables already in the environment are kept unless a flag sets them. CMD and everything\n"
-          "after it go to the program untouched.";
+  text += "Variables already in the environment are kept unless a flag sets them or the net line says\n"
+          "it replaced them. CMD and everything after it go to the program untouched.";
   return text;
 }
 
@@ -64,8 +74,10 @@ void AddPreload(const std::string& lib) {
   setenv("LD_PRELOAD", value.c_str(), 1);
 }
 
-// Runs `command` with the shim and the net plugin; returns only on failure.
-int Exec(const std::vector<std::pair<ParamId, std::string>>& set, const std::vector<std::string>& command) {
+// Runs `command` with the shim and the network transport `net`; returns
+// only on failure.
+int Exec(const std::vector<std::pair<ParamId, std::string>>& set, NetChoice net,
+         const std::vector<std::string>& command) {
   if (command.empty()) {
     std::fprintf(stderr, "trirace run: no command given (usage: trirace run [options] -- CMD [ARGS...])\n");
     return kExitUsage;
@@ -80,16 +92,19 @@ int Exec(const std::vector<std::pair<ParamId, std::string>>& set, const std::vec
     std::fprintf(stderr, "build it (cmake --build build) or install the trirace package\n");
     return 1;
   }
-  AddPreload(shim);
   const std::string plugin = FindLibrary(kNetPluginLibrary);
-  if (const char* user_plugin = std::getenv("NCCL_NET_PLUGIN"); user_plugin != nullptr && *user_plugin) {
-    std::fprintf(stderr, "trirace run: keeping NCCL_NET_PLUGIN=%s as set\n", user_plugin);
-  } else if (!plugin.empty()) {
-    setenv("NCCL_NET_PLUGIN", plugin.c_str(), 1);
-  } else {
-    std::fprintf(stderr, "trirace run: net plugin %s not found; link occupancy will come from NIC counters\n",
-                 std::string(kNetPluginLibrary).c_str());
+  const absl::StatusOr<NetDecision> decision =
+      DecideNet(GatherNetInputs(net, ReadNetEnv(), plugin, ParamString(ParamId::kSysfsRoot)));
+  if (!decision.ok()) {
+    std::fprintf(stderr, "trirace run: %s\n", std::string(decision.status().message()).c_str());
+    if (absl::IsInvalidArgument(decision.status())) return kExitUsage;
+    std::fprintf(stderr, "looked in:\n");
+    for (const std::string& d : LibrarySearchDirs()) std::fprintf(stderr, "  %s\n", d.c_str());
+    return 1;
   }
+  AddPreload(shim);
+  std::fprintf(stderr, "trirace run: %s\n", NetLine(*decision).c_str());
+  ApplyEnvChanges(decision->env);
 
   std::vector<char*> argv;
   for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -104,18 +119,28 @@ int Exec(const std::vector<std::pair<ParamId, std::string>>& set, const std::vec
 Command AddRunCommand(CLI::App& trirace) {
   struct State {
     std::vector<std::pair<ParamId, std::string>> set;  // parameter, value, in flag order
+    NetChoice net = NetChoice::kAuto;
     std::vector<std::string> command;
   };
   auto state = std::make_shared<State>();
   CLI::App* cmd = trirace.add_subcommand("run", "run a program with the TriRace shim and net plugin loaded");
   AddParamFlag(cmd, "--mode", "M", ParamId::kMode, &state->set);
   AddParamFlag(cmd, "--policy", "P", ParamId::kPolicy, &state->set);
+  cmd->add_option_function<std::string>(
+         "--net",
+         [state](const std::string& value) {
+           const std::optional<NetChoice> choice = ParseNetChoice(value);
+           if (!choice) RejectValue("--net \"" + value + "\" is not valid: expected " + NetChoicesAccepted());
+           state->net = *choice;
+         },
+         "network transport: " + NetChoicesAccepted() + " (default auto; see below)")
+      ->type_name("NET");
   cmd->add_option("CMD", state->command, "the program and its arguments")->type_name("");
   // The first argument that is not one of run's flags (or anything after
   // `--`) starts the command: it and the rest are the program's.
   cmd->positionals_at_end();
   cmd->footer(Footer());
-  return {cmd, [state] { return Exec(state->set, state->command); }};
+  return {cmd, [state] { return Exec(state->set, state->net, state->command); }};
 }
 
 }  // namespace trirace::tools

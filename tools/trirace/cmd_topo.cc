@@ -15,6 +15,7 @@
 #include "topo_dot.h"
 #include "nlohmann/json.hpp"
 #include "topology/affinity.h"
+#include "topology/discovery/json_spec.h"
 #include "topology/discovery/load.h"
 #include "topology/discovery/local.h"
 #include "topology/local_nic.h"
@@ -156,7 +157,8 @@ void PrintTree(const System& sys) {
   }
 }
 
-void PrintJson(const System& sys, const std::vector<std::string>& notes) {
+// `notes`: discovery's notes (always a "notes" array), null for a file (none).
+void PrintJson(const System& sys, const std::vector<std::string>* notes) {
   using ojson = nlohmann::ordered_json;
   ojson doc;
   doc["fabric"] = {{"kind", std::string(topo::FabricKindName(sys.fabric.kind))},
@@ -203,7 +205,7 @@ void PrintJson(const System& sys, const std::vector<std::string>& notes) {
     for (const Host::Provenance& p : h.provenance) sources[p.fact] = std::string(topo::SourceName(p.source));
     hosts.push_back(std::move(host));
   }
-  if (!notes.empty()) doc["notes"] = notes;
+  if (notes != nullptr) doc["notes"] = *notes;
   std::printf("%s\n", doc.dump(2).c_str());
 }
 
@@ -233,7 +235,7 @@ void PrintPaths(const System& sys) {
   }
 }
 
-int Topo(const std::string& from, bool json, bool paths, const std::string& png) {
+int Topo(const std::string& from, bool json, bool paths, bool spec, const std::string& png) {
   absl::StatusOr<System> sys;
   std::vector<std::string> notes;
   if (from.empty()) {
@@ -255,10 +257,12 @@ int Topo(const std::string& from, bool json, bool paths, const std::string& png)
       return 1;
     }
     std::printf("wrote %s\n", png.c_str());
+  } else if (spec) {
+    std::printf("%s\n", topo::ToJsonSpec(*sys).c_str());
   } else if (paths) {
     PrintPaths(*sys);
   } else if (json) {
-    PrintJson(*sys, notes);
+    PrintJson(*sys, from.empty() ? &notes : nullptr);
   } else {
     PrintTree(*sys);
     for (const std::string& n : notes) std::printf("  note: %s\n", n.c_str());
@@ -273,6 +277,7 @@ Command AddTopoCommand(CLI::App& trirace) {
     std::string from;
     bool json = false;
     bool paths = false;
+    bool spec = false;
     std::string png;
   };
   auto state = std::make_shared<State>();
@@ -284,12 +289,15 @@ Command AddTopoCommand(CLI::App& trirace) {
                                      "print the NIC each GPU of the first host uses and the links to its peer");
   CLI::Option* png = cmd->add_option("--png", state->png, "draw the model into this PNG file (Graphviz)")
                          ->type_name("FILE");
-  json->excludes(paths);
-  png->excludes(json)->excludes(paths);
+  CLI::Option* spec = cmd->add_flag("--spec", state->spec,
+                                    "print the model as a TriRace JSON spec (what TRIRACE_TOPO_FILE takes)");
+  json->excludes(paths)->excludes(spec);
+  paths->excludes(spec);
+  png->excludes(json)->excludes(paths)->excludes(spec);
   cmd->footer(
-      "Discovers this machine (hwloc where built, sysfs), or reads a topology file (a TriRace\n"
-      "JSON spec or an NCCL topology XML, told apart by content; docs/topology.md), and prints\n"
-      "per host its NUMA nodes, PCIe switches, GPUs and\n"
+      "Discovers this machine (hwloc where built, sysfs, libibverbs, NVML), or reads a\n"
+      "topology file (a TriRace JSON spec or an NCCL topology XML, told apart by content;\n"
+      "docs/topology.md), and prints per host its NUMA nodes, PCIe switches, GPUs and\n"
       "NICs: bus ids, rails, rates, link layers, the NIC each GPU uses with NCCL's path type\n"
       "(PIX, PXB, PHB, SYS) and where each fact came from. --json prints the same as JSON\n"
       "(per GPU: pci, numa, dev, nic, nic_pci, rail, path; per NIC: name, pci, numa, port,\n"
@@ -297,8 +305,9 @@ Command AddTopoCommand(CLI::App& trirace) {
       "the first host, the links to the same GPU of the second host (or to GPU 0 of the\n"
       "first when there is no second). An NCCL XML describes one host, keyed \"localhost\";\n"
       "this machine is keyed TRIRACE_HOST_ID or its host name, and what discovery did not\n"
-      "find is listed as notes (\"notes\" in JSON). --png FILE draws the model with Graphviz.");
-  return {cmd, [state] { return Topo(state->from, state->json, state->paths, state->png); }};
+      "find is listed as notes (\"notes\" in JSON). --png FILE draws the model with Graphviz.\n"
+      "--spec writes a TriRace JSON spec, the format the shim's TRIRACE_TOPO_FILE reads.");
+  return {cmd, [state] { return Topo(state->from, state->json, state->paths, state->spec, state->png); }};
 }
 
 }  // namespace trirace::tools

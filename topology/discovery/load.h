@@ -2,8 +2,10 @@
 // spec ('{' first), an NCCL topology XML (root <system>) or an hwloc XML
 // export (root <topology>, `lstopo --of xml`; read through hwloc, so a build
 // without hwloc answers Unimplemented naming the file). This is what
-// `trirace topo --from FILE` and TRIRACE_TOPO_FILE use. AssignNics has run on
-// every host of the result.
+// `trirace topo --from FILE` uses; it needs the XML parsers (the
+// trirace_topology_discovery library). The shim reads TRIRACE_TOPO_FILE
+// with spec_file.h instead (JSON specs only: no XML library in the job).
+// AssignNics has run on every host of the result.
 #ifndef TRIRACE_TOPOLOGY_DISCOVERY_LOAD_H_
 #define TRIRACE_TOPOLOGY_DISCOVERY_LOAD_H_
 
