@@ -7,11 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "topo_builders.h"
-#include "topology/affinity.h"
 
 namespace trirace::topo {
 namespace {
@@ -64,26 +62,6 @@ TEST(PeerIdentityTest, RejectsRecordsThatWereNeverWritten) {
   EXPECT_THAT(DecodePeerIdentity(buf).status().message(), HasSubstr("unterminated"));
 }
 
-// Two DGX-like hosts (8 GPUs on NVSwitch, one NIC per GPU) on a rail-optimised fabric.
-System TwoDgx() {
-  System sys;
-  for (const char* key : {"node0", "node1"}) {
-    Host h;
-    h.key = key;
-    for (int i = 0; i < 8; ++i) {
-      const int sw = testing::AddSwitch(h, 0x10 + 0x10 * i, i / 4);
-      const int g = testing::AddGpu(h, 0x11 + 0x10 * i, i / 4, sw);
-      h.gpus[g].nvlinks.push_back({"nvswitch", 18});
-      h.gpus[g].nvlink_gbps = 200;
-      testing::AddNic(h, absl::StrFormat("mlx5_%d", i), 0x12 + 0x10 * i, i / 4, sw, 400);
-    }
-    AssignNics(h);
-    sys.hosts.push_back(h);
-  }
-  sys.fabric.kind = Fabric::Kind::kRailOptimized;
-  return sys;
-}
-
 std::vector<std::string> Names(const SystemLinks& links, const std::vector<int>& ids) {
   std::vector<std::string> out;
   const std::vector<Link> all = links.LinksFrom(0);
@@ -92,7 +70,7 @@ std::vector<std::string> Names(const SystemLinks& links, const std::vector<int>&
 }
 
 TEST(SystemLinksTest, RanksOnRailsUseTheirOwnNicAndNvLinkInsideAHost) {
-  SystemLinks links(TwoDgx(), "node0");
+  SystemLinks links(testing::TwoDgxHosts(), "node0");
   std::vector<PeerIdentity> ids;
   for (int i = 0; i < 8; ++i) ids.push_back(links.LocalIdentity(testing::Bus(0x11 + 0x10 * i), ""));
   // node1's ranks: the same GPUs, another host.
@@ -122,7 +100,7 @@ TEST(SystemLinksTest, RanksOnRailsUseTheirOwnNicAndNvLinkInsideAHost) {
 }
 
 TEST(SystemLinksTest, UnknownHostsAreCopiesOfTheLocalOneAndIdsNeverMove) {
-  System one = TwoDgx();
+  System one = testing::TwoDgxHosts();
   one.hosts.pop_back();
   SystemLinks links(one, "node0");
   const std::vector<Link> first = links.LinksFrom(0);
@@ -159,7 +137,7 @@ TEST(SystemLinksTest, HostNicModelChargesBothEndsAndKeepsOneHostInMemory) {
 }
 
 TEST(SystemLinksTest, ALocalHostMissingFromTheFileIsAddedEmpty) {
-  SystemLinks links(TwoDgx(), "elsewhere");
+  SystemLinks links(testing::TwoDgxHosts(), "elsewhere");
   const PeerIdentity me = links.LocalIdentity("", "");
   EXPECT_EQ(me.host, "elsewhere");
   EXPECT_EQ(me.nic, "");

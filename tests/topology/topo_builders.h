@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "topology/affinity.h"
 #include "topology/model.h"
 
 namespace trirace::topo::testing {
@@ -54,6 +55,29 @@ inline Host PcieServer(const std::string& key) {
     AddGpu(h, 0x12 + 0x20 * s, s / 2, sw[s]);
   }
   return h;
+}
+
+// Two DGX-like hosts "node0" and "node1": 8 GPUs on NVSwitch over 2 NUMA
+// nodes, one 400 Gbit/s NIC under each GPU's switch (GPU i on rail i), on a
+// rail-optimised fabric. AssignNics has run.
+inline System TwoDgxHosts() {
+  System sys;
+  for (const char* key : {"node0", "node1"}) {
+    Host h;
+    h.key = key;
+    h.numa_nodes = 2;
+    for (int i = 0; i < 8; ++i) {
+      const int sw = AddSwitch(h, 0x10 + 0x10 * i, i / 4);
+      const int g = AddGpu(h, 0x11 + 0x10 * i, i / 4, sw);
+      h.gpus[g].nvlinks.push_back({"nvswitch", 18});
+      h.gpus[g].nvlink_gbps = 200;
+      AddNic(h, absl::StrFormat("mlx5_%d", i), 0x12 + 0x10 * i, i / 4, sw, 400);
+    }
+    AssignNics(h);
+    sys.hosts.push_back(h);
+  }
+  sys.fabric.kind = Fabric::Kind::kRailOptimized;
+  return sys;
 }
 
 }  // namespace trirace::topo::testing

@@ -4,13 +4,11 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scheduler/engine.h"
 #include "scheduler/trirace_policy.h"
 #include "topo_builders.h"
-#include "topology/affinity.h"
 #include "topology/system_links.h"
 
 namespace trirace::topo {
@@ -30,30 +28,9 @@ class Opener : public sched::GateOpener {
   std::vector<sched::ReleasedTask> opened;
 };
 
-// Two 8-GPU hosts, GPU i on rail i, NVSwitch inside, rail-optimised fabric.
-System TwoRailedHosts() {
-  System sys;
-  for (const char* key : {"node0", "node1"}) {
-    Host h;
-    h.key = key;
-    h.numa_nodes = 2;
-    for (int i = 0; i < 8; ++i) {
-      const int sw = testing::AddSwitch(h, 0x10 + 0x10 * i, i / 4);
-      const int g = testing::AddGpu(h, 0x11 + 0x10 * i, i / 4, sw);
-      h.gpus[g].nvlinks.push_back({"nvswitch", 18});
-      h.gpus[g].nvlink_gbps = 200;
-      testing::AddNic(h, absl::StrFormat("mlx5_%d", i), 0x12 + 0x10 * i, i / 4, sw, 400);
-    }
-    AssignNics(h);
-    sys.hosts.push_back(h);
-  }
-  sys.fabric.kind = Fabric::Kind::kRailOptimized;
-  return sys;
-}
-
 class TopologySchedulingTest : public ::testing::Test {
  protected:
-  TopologySchedulingTest() : links_(TwoRailedHosts(), "node0") {
+  TopologySchedulingTest() : links_(testing::TwoDgxHosts(), "node0") {
     sched::TriracePolicyConfig config;
     config.dense_window_bytes = 64 * kMiB;
     config.dense_credit_bytes = 0;  // no credit: higher-class traffic on a link holds DENSE there
