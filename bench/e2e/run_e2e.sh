@@ -6,10 +6,19 @@
 # ratios) and measured/bound against the lower bound from e2e_bound.
 #
 #   bench/e2e/run_e2e.sh [--build DIR] [--preset P]... [--reps N] [--hosts H]
-#                        [--ranks-per-host R] [--rate RATE] [--mtu BYTES] [--modes LIST]
+#                        [--ranks-per-host R] [--rate RATE] [--mtu BYTES] [--nics N] [--modes LIST]
 #                        [--out DIR] [--loopback] [--no-prio] [--trace] [--env NAME=VALUE]...
 #                        [--variant LABEL=MODE,NAME=VALUE[,NAME=VALUE]...]... [--report]
 #                        [-- extra hybrid_parallel flags]
+#
+# Presets: hybrid_parallel's (contention, megatron, sparse, no-contention:
+# the default four), and the 2-rail pair rails-split and rails-shared
+# (rails_job.sh): a data-parallel job on local rank 0 and a pipeline job on
+# local rank 1 of every host, on two NICs per host (--nics defaults to 2
+# when one of them is asked for; they always run 2 ranks per host): split
+# puts the DP job on rail 0 and the pipeline on rail 1, shared both on rail
+# 0. Each gives two rows, <preset>/dp and <preset>/pp, one per job; their
+# bounds are the job's own (the other job's traffic left out).
 #
 # Modes (comma list, default off,fifo,priority,trirace):
 #   none      no shim loaded
@@ -48,7 +57,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-build="$root/build" reps=3 hosts=4 per_host=2 rate=300mbit mtu=9000 modes=off,fifo,priority,trirace out="" loopback=0
+build="$root/build" reps=3 hosts=4 per_host=2 rate=300mbit mtu=9000 nics="" modes=off,fifo,priority,trirace out="" loopback=0
 prio=1 report=0
 user_env=()
 variant_labels=() variant_base=() variant_envs=()
@@ -64,6 +73,7 @@ while [ $# -gt 0 ]; do
     --ranks-per-host) per_host=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
     --mtu) mtu=$2; shift 2 ;;
+    --nics) nics=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --loopback) loopback=1; shift ;;
@@ -93,6 +103,20 @@ while [ $# -gt 0 ]; do
 done
 [ ${#presets[@]} -gt 0 ] || presets=(contention megatron sparse no-contention)
 [[ $reps =~ ^[1-9][0-9]*$ ]] || { echo "run_e2e: --reps '$reps': expected a positive integer" >&2; exit 2; }
+rails=0
+for p in "${presets[@]}"; do [[ $p == rails-* ]] && rails=1; done
+for p in "${presets[@]}"; do
+  case $p in
+    rails-split | rails-shared | contention | megatron | sparse | no-contention | default | tiny) ;;
+    rails-*) echo "run_e2e: --preset '$p': the 2-rail presets are rails-split and rails-shared" >&2; exit 2 ;;
+  esac
+done
+[ -n "$nics" ] || nics=$((rails ? 2 : 1))
+[[ $nics =~ ^[1-8]$ ]] || { echo "run_e2e: --nics '$nics': expected an integer from 1 to 8" >&2; exit 2; }
+if [ $rails = 1 ] && [ "$nics" -lt 2 ]; then
+  echo "run_e2e: --nics $nics: the rails-* presets need 2 NICs per host" >&2
+  exit 2
+fi
 
 hybrid="$build/bin/hybrid_parallel"
 plugin="$build/lib/libnccl-net-trirace.so"
@@ -147,12 +171,13 @@ trap 'exit 143' TERM
 if [ $loopback = 0 ] && [ $report = 0 ]; then
   prio_flag=()
   [ "$prio" = 1 ] && prio_flag=(--prio)
-  line=$("$testbed" up --hosts "$hosts" --rate "$rate" --mtu "$mtu" "${prio_flag[@]}" --owner $$ 2>"$out/testbed-up.err")
+  line=$("$testbed" up --hosts "$hosts" --nics "$nics" --rate "$rate" --mtu "$mtu" "${prio_flag[@]}" --owner $$ \
+    2>"$out/testbed-up.err")
   rc=$?
   if [ $rc = 78 ] && [ "$prio" = 1 ]; then
     # The kernel or the tools lack what --prio needs (pfifo_fast, nftables).
     echo "run_e2e: no priority queues ($(tail -n1 "$out/testbed-up.err")); one FIFO per uplink instead" >&2
-    line=$("$testbed" up --hosts "$hosts" --rate "$rate" --mtu "$mtu" --owner $$ 2>"$out/testbed-up.err")
+    line=$("$testbed" up --hosts "$hosts" --nics "$nics" --rate "$rate" --mtu "$mtu" --owner $$ 2>"$out/testbed-up.err")
     rc=$?
   fi
   if [ $rc = 0 ]; then
@@ -163,6 +188,13 @@ if [ $loopback = 0 ] && [ $report = 0 ]; then
       "which has no contention" >&2
     loopback=1
   fi
+fi
+if [ $loopback = 1 ] && [ $rails = 1 ]; then
+  echo "run_e2e: the rails-* presets need the test bed's two NICs per host: left out on loopback" >&2
+  kept=()
+  for p in "${presets[@]}"; do [[ $p == rails-* ]] || kept+=("$p"); done
+  presets=("${kept[@]}")
+  [ ${#presets[@]} -gt 0 ] || exit 1
 fi
 gbps=$(awk -v r="$rate" 'BEGIN { n = r + 0; u = substr(r, length(n "") + 1);
   m = (u == "kbit") ? 1e-6 : (u == "mbit") ? 1e-3 : (u == "gbit") ? 1 : (u == "tbit") ? 1e3 : 1e-9; print n * m }')
@@ -187,7 +219,19 @@ mode_env() {
   esac
 }
 
-# run_one PRESET REP MODE: one timed run, a line in results.tsv.
+# rows_of PRESET: the preset's rows in the table: itself, or one per job.
+rows_of() { case $1 in rails-*) echo "$1/dp $1/pp" ;; *) echo "$1" ;; esac; }
+# row_args ROW: the hybrid_parallel flags of a row's job (the extra ones not
+# included), as rails_job.sh runs it.
+row_args() {
+  case $1 in
+    */dp) echo "--preset contention --stages 1 --replicas $hosts" ;;
+    */pp) echo "--preset contention --stages $hosts --replicas 1" ;;
+    *) echo "--preset $1" ;;
+  esac
+}
+
+# run_one PRESET REP MODE: one timed run, a line in results.tsv per row.
 # With a 4th argument (a folder) the run is traced there instead and not
 # counted.
 run_one() {
@@ -199,24 +243,40 @@ run_one() {
     mkdir -p "$tdir"
     envs+=(--env "TRIRACE_TRACE=$tdir/trace.%r.json")
   fi
-  local before after
+  local before after rph=$per_host cmd=("$hybrid" --preset "$preset" "${extra[@]}")
+  if [[ $preset == rails-* ]]; then
+    rph=2
+    cmd=("$here/rails_job.sh" --placement "${preset#rails-}" -- "$hybrid" "${extra[@]}")
+  fi
   before=$(cpu_sample)
   if [ $loopback = 1 ]; then
     "$launch" -n "$((hosts * per_host))" --timeout 300 --out "$dir" --env TRIRACE_NET_IFNAME=lo \
       --env NCCL_NET_PLUGIN="$plugin" --env TRIRACE_JOB_ID="e2e-$$" "${envs[@]}" -- \
       "$hybrid" --preset "$preset" "${extra[@]}" >/dev/null 2>"$dir.err"
   else
-    "$testbed" run --name "$tb_name" --ranks-per-host "$per_host" --timeout 300 --out "$dir" \
-      --env NCCL_NET_PLUGIN="$plugin" "${envs[@]}" -- "$hybrid" --preset "$preset" "${extra[@]}" \
-      >/dev/null 2>"$dir.err"
+    "$testbed" run --name "$tb_name" --ranks-per-host "$rph" --timeout 300 --out "$dir" \
+      --env NCCL_NET_PLUGIN="$plugin" "${envs[@]}" -- "${cmd[@]}" >/dev/null 2>"$dir.err"
   fi
   local rc=$?
   after=$(cpu_sample)
   local cpu
   cpu=$(awk -v a="$before" -v b="$after" 'BEGIN { split(a, x, " "); split(b, y, " ");
     dt = y[1] - x[1]; di = y[2] - x[2]; printf "%.0f", (dt > 0 ? 100 * (dt - di) / dt : 0) }')
+  local rows row i=0
+  read -r -a rows <<<"$(rows_of "$preset")"
+  # Row i's RESULT is in rank i's output: rank 0 of its job is local rank i of host 0.
+  for row in "${rows[@]}"; do
+    record "$row" "$rep" "$mode" "$dir/rank-$i.out" "$rc" "$cpu" "$tdir"
+    i=$((i + 1))
+  done
+}
+
+# record ROW REP MODE RANK_OUT RC CPU [TRACE_DIR]: a row's figures from its
+# rank 0's RESULT line.
+record() {
+  local preset=$1 rep=$2 mode=$3 rank_out=$4 rc=$5 cpu=$6 tdir=${7:-}
   local result median checksum
-  result=$(grep -h '^RESULT ' "$dir/rank-0.out" 2>/dev/null)
+  result=$(grep -h '^RESULT ' "$rank_out" 2>/dev/null)
   median=$(sed -n 's/.*"median_ms":\([0-9.e+-]*\).*/\1/p' <<<"$result")
   checksum=$(sed -n 's/.*"checksum":"\([0-9a-f]*\)".*/\1/p' <<<"$result")
   local ranks_cpu
@@ -258,17 +318,21 @@ if [ $loopback = 1 ]; then
   bound_key=compute_ms
   echo "(loopback: no shaped links, bound_ms is the compute on the critical path only)"
 fi
-for preset in "${presets[@]}"; do
+rows=()
+for preset in "${presets[@]}"; do read -r -a r <<<"$(rows_of "$preset")"; rows+=("${r[@]}"); done
+for preset in "${rows[@]}"; do
   bound="nan" ideal="nan"
+  read -r -a args <<<"$(row_args "$preset")"
+  rph=$per_host
+  [[ $preset == rails-* ]] && rph=1
   if [ -x "$bound_bin" ]; then
-    bline=$("$bound_bin" --hosts "$hosts" --ranks-per-host "$per_host" --gbps "$gbps" -- --preset "$preset" \
-      "${extra[@]}")
+    bline=$("$bound_bin" --hosts "$hosts" --ranks-per-host "$rph" --gbps "$gbps" -- "${args[@]}" "${extra[@]}")
     bound=$(sed -n "s/.*\"$bound_key\":\\([0-9.]*\\).*/\\1/p" <<<"$bline")
     # The simulated loop on ideal links needs the shaped links it models.
     [ $loopback = 1 ] || ideal=$(sed -n 's/.*"ideal_ms":\([0-9.]*\).*/\1/p' <<<"$bline")
     echo -e "$preset\t$bound\t$ideal" >>"$out/bounds.tsv"
   fi
-  ref=$("$hybrid" --preset "$preset" "${extra[@]}" --reference | sed -n 's/.*"checksum":"\([0-9a-f]*\)".*/\1/p')
+  ref=$("$hybrid" "${args[@]}" "${extra[@]}" --reference | sed -n 's/.*"checksum":"\([0-9a-f]*\)".*/\1/p')
   awk -F'\t' -v preset="$preset" -v bound="${bound:-nan}" -v ideal="${ideal:-nan}" -v ref="$ref" \
     -v modes="${runnable[*]}" '
     function median(a, n,   i, j, t) {

@@ -8,7 +8,6 @@
 #include <sstream>
 
 namespace trirace::testbed {
-namespace {
 
 std::string ReadFile(const std::string& path) {
   std::ifstream f(path);
@@ -16,6 +15,8 @@ std::string ReadFile(const std::string& path) {
   s << f.rdbuf();
   return s.str();
 }
+
+namespace {
 
 std::vector<std::string> Split(const std::string& s, char sep) {
   std::vector<std::string> out;

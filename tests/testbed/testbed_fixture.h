@@ -44,6 +44,8 @@ struct RunOutcome {
   std::vector<std::string> rank_out, rank_err;
 };
 
+// The whole text of a file ("" if it cannot be read).
+std::string ReadFile(const std::string& path);
 // Names of all network namespaces on the machine.
 std::vector<std::string> NetnsNames();
 // Namespaces whose name starts with `prefix`.

@@ -169,6 +169,25 @@ TEST(TestbedE2E, OneShortRepetitionOfContention) {
   // A --variant runs in every repetition beside the modes, under its label.
   EXPECT_THAT(r.out, HasSubstr("contention     trirace-nocp"));
 }
+
+// The 2-rail presets: a data-parallel and a pipeline job on two NICs per
+// host, on separate rails and on one; each job is a row with its own
+// reference checksum (a run, not a timed assertion).
+TEST(TestbedE2E, OneShortRepetitionOfTheRailsPresets) {
+  const std::string out = testing_support::MakeTempDir("testbed-e2e-rails");
+  auto r = testing_support::RunProcess({E2E_DRIVER, "--build", BUILD_DIR, "--out", out, "--preset", "rails-split",
+                                        "--preset", "rails-shared", "--reps", "1", "--modes", "off,trirace", "--",
+                                        "--iterations", "3", "--warmup", "1", "--micro-batches", "4"},
+                                       {}, {}, 170000);
+  std::filesystem::remove_all(out);
+  ASSERT_FALSE(r.timed_out);
+  if (r.err.find("left out on loopback") != std::string::npos) GTEST_SKIP() << "no test bed here: " << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* row : {"rails-split/dp", "rails-split/pp", "rails-shared/dp", "rails-shared/pp"}) {
+    EXPECT_THAT(r.out, HasSubstr(std::string(row) + " checksum: every run = reference")) << r.out << r.err;
+    EXPECT_THAT(r.out, HasSubstr(std::string(row) + " trirace"));
+  }
+}
 #endif
 
 }  // namespace

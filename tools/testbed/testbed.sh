@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # testbed.sh: a multi-host test bed on one machine.
 #
-# Each "host" is a network namespace with one veth uplink into a Linux bridge
-# that lives in a "fabric" namespace. Both directions of every uplink are
-# shaped with tc like a NIC (token bucket at --rate, optional netem --delay,
-# optional priority queue that honours socket priority). Ranks of a job run
-# inside their host's namespace with `ip netns exec`.
+# Each "host" is a network namespace with one veth uplink (a NIC) per rail
+# into that rail's Linux bridge; the bridges live in a "fabric" namespace.
+# Both directions of every uplink are shaped with tc like a NIC (token
+# bucket at --rate, optional netem --delay, optional priority queue that
+# honours socket priority). Ranks of a job run inside their host's
+# namespace with `ip netns exec`, each on the rail of its local rank.
 #
-# Addresses (10.213.0.0/24) exist only inside the test bed's namespaces and
-# are never routed outside them. In the namespace this script is started from
+# Addresses (10.213.<rail>.0/24) exist only inside the test bed's namespaces
+# and are never routed outside them. In the namespace this script is started from
 # nothing is touched beyond creating and deleting the named namespaces.
 #
 # Run `testbed.sh help` for the verbs and flags; docs/testbed.md has the
@@ -26,10 +27,9 @@ set -uo pipefail
 
 readonly EX_FAIL=1 EX_USAGE=2 EX_NOT_ROOT=77 EX_NO_SUPPORT=78 EX_TIMEOUT=124
 readonly NAME_BASE=trtb
-readonly SUBNET=10.213.0       # the /24 used inside the test bed only
+readonly SUBNET=10.213.0       # rail 0's /24, used inside the test bed only (rail k: 10.213.k)
 readonly FIRST_OCTET=10        # host i is $SUBNET.$((FIRST_OCTET + i))
 readonly MAX_HOSTS=200
-readonly BRIDGE=tbbr0          # inside the fabric namespace
 readonly HOST_QUEUE_FRAMES=1000  # a host's transmit queue: Linux's default txqueuelen
 # What one TCP socket of a host may have queued below it (TCP small queues,
 # net.ipv4.tcp_limit_output_bytes): Linux's default of 4 MiB is sized for
@@ -42,6 +42,7 @@ usage: testbed.sh VERB [flags]
 
 verbs
   up       create (or re-shape) a test bed; prints one "TESTBED ..." line
+  spec     print the TriRace JSON spec of a test bed (docs/topology.md)
   run      run a command as R ranks per host, in a given or a private test bed
   exec     run one command in one host of a test bed, with the rank env
   info     describe a test bed (hosts, addresses, qdiscs)
@@ -53,6 +54,8 @@ verbs
 
 shape flags (up, and run without --name)
   --hosts H            hosts (namespaces), 1..200 (default 2)
+  --nics N             NICs per host, 1..8 (default 1): rail k is one more
+                       bridge, each host's uplink k into it, 10.213.k.0/24
   --rate RATE          uplink rate in each direction, tc syntax with an
                        integer and a unit bit|kbit|mbit|gbit (default 1gbit)
   --delay D            one-way delay added on each link direction, e.g. 50us,
@@ -69,7 +72,8 @@ shape flags (up, and run without --name)
   --prio               add a priority queue (pfifo_fast) under the rate limit
                        so socket priority picks one of three bands on the
                        host side and the DSCP on the fabric side (nftables)
-  --ifname NAME        the uplink's name inside each host (default tb0)
+  --ifname NAME        rail 0's uplink name inside each host (default tb0);
+                       rail k's is NAME with its trailing number plus k
   --name NAME          test bed name ([a-z0-9-], e.g. trtb-1234-ab12); up:
                        default trtb-<owner pid>-<random>
   --owner PID          process whose exit makes the test bed a leftover for
@@ -87,19 +91,24 @@ run flags
   -- CMD [ARGS...]     the command every rank runs
 
 exec flags: --name NAME --host I [--env K=V]... -- CMD [ARGS...]
+spec flags: --name NAME
 down flags: --name NAME
 cleanup flags: [--prefix P | --name NAME]
 
 environment of every rank (run, exec)
   RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE   the rank's place in the job
   TRIRACE_HOST_ID=h<i>        the host id TriRace's link model uses
-  TRIRACE_NET_IFNAME, NCCL_SOCKET_IFNAME, TRIRACE_NIC = the uplink's name
+  TRIRACE_NET_IFNAME, NCCL_SOCKET_IFNAME, TRIRACE_NIC = the rank's uplink:
+                              rail LOCAL_RANK % --nics, as a GPU uses its
+                              nearest NIC on a rail-optimised cluster
   TRIRACE_NIC_GBPS            the uplink's rate in Gbit/s
+  TRIRACE_TOPO_FILE           (run) <out>/topology.json, the test bed's spec
+  TESTBED_RAIL TESTBED_IFNAMES  the rank's rail, every rail's uplink (comma list)
   TRIRACE_JOB_ID=<name>-h<i>  one occupancy segment per host (hosts share /dev/shm)
   MASTER_ADDR MASTER_PORT     host 0's address and a port for a TCP rendezvous
   RENDEZVOUS_FILE             a fresh path on the shared file system that rank
                               0 may write a unique id to (run: in --out)
-  TESTBED_NAME TESTBED_HOST_ADDR TESTBED_OUT
+  TESTBED_NAME TESTBED_HOST_ADDR (on the rank's rail) TESTBED_OUT
 EOF
 }
 
@@ -231,142 +240,15 @@ time_us() {
   echo "$n"
 }
 
-# ---- shaping ----------------------------------------------------------------
+# ---- links ------------------------------------------------------------------
 
-# shape NS DEV FRAMES: token bucket at RATE (root 1:), netem DELAY under it
-# (10:), and a priority queue under that (20:) when PRIO is set; the queue
-# holds FRAMES frames of MTU bytes (tbf's own byte limit, or pfifo_fast's
-# packet limit, which is the device's txqueuelen when it is created).
-# Replaces whatever the device had, so running it again gives the same
-# result.
-shape() {
-  local ns=$1 dev=$2 frames=$3 parent=1:1
-  tc -n "$ns" qdisc del dev "$dev" root >/dev/null 2>&1
-  step ip -n "$ns" link set "$dev" mtu "$MTU" txqueuelen "$frames"
-  feature_step "the tbf qdisc (sch_tbf)" \
-    tc -n "$ns" qdisc add dev "$dev" root handle 1: tbf rate "$RATE" burst "$BURST" limit $((frames * MTU))
-  if [ "$DELAY" != 0 ]; then
-    feature_step "the netem qdisc (sch_netem) for --delay" \
-      tc -n "$ns" qdisc add dev "$dev" parent "$parent" handle 10: netem delay "$DELAY" limit 100000
-    parent=10:1
-  fi
-  if [ "$PRIO" = 1 ]; then
-    feature_step "the pfifo_fast qdisc for --prio" \
-      tc -n "$ns" qdisc add dev "$dev" parent "$parent" handle 20: pfifo_fast
-  fi
-}
-
-# classify_fabric FAB: with PRIO, the fabric's bridge sets each forwarded
-# packet's priority from its DSCP, as a switch maps DSCP to a traffic class
-# (the socket priority a host sets does not survive the veth into another
-# namespace): EF (46) -> 6 (band 0), CS1 (8) -> 1 (band 2), the rest 0
-# (band 1). Without PRIO the table is removed. Needs nftables (nft).
-classify_fabric() {
-  local fab=$1
-  ip netns exec "$fab" nft delete table bridge trirace_tb >/dev/null 2>&1
-  [ "$PRIO" = 1 ] || return 0
-  command -v nft >/dev/null 2>&1 ||
-    { log "--prio needs nft (Debian package nftables) to map DSCP to priority in the fabric"; exit $EX_NO_SUPPORT; }
-  feature_step "the nftables bridge family for --prio" ip netns exec "$fab" nft -f - <<'NFT'
-table bridge trirace_tb {
-  chain classify {
-    type filter hook postrouting priority 0; policy accept;
-    ip dscp ef meta priority set 0:6
-    ip dscp cs1 meta priority set 0:1
-  }
-}
-NFT
-}
-
-# ---- create / destroy -----------------------------------------------------
-
-# Set while `up` builds a test bed, so a signal or failure removes it.
-BUILDING=""
-
-create_testbed() {
-  local name=$1 hosts=$2 fab i ns
-  fab=$(fabric_ns "$name")
-  BUILDING=$name
-  if ! netns_exists "$fab"; then
-    feature_step "creating a network namespace" ip netns add "$fab"
-  fi
-  ip netns exec "$fab" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 \
-    >/dev/null 2>&1 || true
-  step ip -n "$fab" link set lo up
-  if ! ip -n "$fab" link show "$BRIDGE" >/dev/null 2>&1; then
-    feature_step "creating a bridge" ip -n "$fab" link add "$BRIDGE" type bridge stp_state 0
-  fi
-  step ip -n "$fab" link set "$BRIDGE" mtu "$MTU" up
-  for ((i = 0; i < hosts; i++)); do
-    ns=$(host_ns "$name" "$i")
-    netns_exists "$ns" || feature_step "creating a network namespace" ip netns add "$ns"
-    # No IPv6: its neighbour discovery would put unasked-for packets on the links.
-    ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 \
-      >/dev/null 2>&1 || true
-    step ip -n "$ns" link set lo up
-    if ! ip -n "$ns" link show "$IFNAME" >/dev/null 2>&1; then
-      ip -n "$fab" link del "p$i" >/dev/null 2>&1
-      feature_step "creating a veth pair" \
-        ip -n "$fab" link add "p$i" type veth peer name "$IFNAME" netns "$ns"
-    fi
-    step ip -n "$fab" link set "p$i" master "$BRIDGE"
-    step ip -n "$fab" link set "p$i" up
-    step ip -n "$ns" addr replace "$(host_addr "$name" "$i")/24" dev "$IFNAME"
-    step ip -n "$ns" link set "$IFNAME" up
-    # host -> fabric, the NIC's transmit side: the kernel's own queue in
-    # front of a NIC, which the host's sockets fill only up to their own
-    # limit each (kernels without the per-namespace sysctl keep theirs).
-    ip netns exec "$ns" sysctl -qw net.ipv4.tcp_limit_output_bytes=$HOST_TSQ_BYTES >/dev/null 2>&1 ||
-      log "host $i: could not set net.ipv4.tcp_limit_output_bytes; sockets may queue more on its uplink"
-    shape "$ns" "$IFNAME" "$HOST_QUEUE_FRAMES"
-    # fabric -> host, the NIC's receive side: the switch port's buffer.
-    shape "$fab" "p$i" "$QUEUE_FRAMES"
-  done
-  classify_fabric "$fab"
-  # Hosts beyond --hosts left from an earlier `up` of the same name.
-  for i in $(host_indexes "$name"); do
-    if ((i >= hosts)); then
-      destroy_ns "$(host_ns "$name" "$i")"
-      ip -n "$fab" link del "p$i" >/dev/null 2>&1
-    fi
-  done
-  BUILDING=""
-}
-
-# Kills what runs in a namespace, then deletes it (its links and qdiscs go
-# with it).
-destroy_ns() {
-  local ns=$1 pids tries
-  netns_exists "$ns" || return 0
-  pids=$(ip netns pids "$ns" 2>/dev/null)
-  if [ -n "$pids" ]; then
-    # shellcheck disable=SC2086
-    kill -TERM $pids 2>/dev/null
-    for ((tries = 0; tries < 20; tries++)); do
-      pids=$(ip netns pids "$ns" 2>/dev/null)
-      [ -z "$pids" ] && break
-      sleep 0.1
-    done
-    # shellcheck disable=SC2086
-    [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
-  fi
-  ip netns del "$ns" 2>/dev/null || log "could not delete namespace $ns"
-}
-
-destroy_testbed() {
-  local name=$1 i
-  for i in $(host_indexes "$name"); do
-    destroy_ns "$(host_ns "$name" "$i")"
-  done
-  destroy_ns "$(fabric_ns "$name")"
-  # The occupancy segments of its hosts (TRIRACE_JOB_ID=<name>-h<i>): the
-  # net plugin leaves them in /dev/shm, which the namespaces share.
-  rm -f /dev/shm/trirace-*-"$name"-h[0-9]*
-}
+# Shaping, creating and removing test beds, rails and the JSON spec.
+# shellcheck source=tools/testbed/testbed_links.sh
+source "$(dirname "${BASH_SOURCE[0]}")/testbed_links.sh"
 
 # ---- flags ----------------------------------------------------------------
 
-HOSTS=2 RATE=1gbit DELAY=0 BURST="" QUEUE=20ms MTU=9000 PRIO=0 IFNAME=tb0 NAME="" OWNER=""
+HOSTS=2 NICS=1 RATE=1gbit DELAY=0 BURST="" QUEUE=20ms MTU=9000 PRIO=0 IFNAME=tb0 NAME="" OWNER=""
 RANKS_PER_HOST=1 OUT="" TIMEOUT=300 KEEP=0 HOST_INDEX="" PREFIX=""
 EXTRA_ENV=()
 CMD=()
@@ -377,6 +259,7 @@ parse_flags() {
   while [ $# -gt 0 ]; do
     case $1 in
       --hosts) need_value "$@"; HOSTS=$2; shift 2 ;;
+      --nics) need_value "$@"; NICS=$2; shift 2 ;;
       --rate) need_value "$@"; RATE=$2; shift 2 ;;
       --delay) need_value "$@"; DELAY=$2; shift 2 ;;
       --burst) need_value "$@"; BURST=$2; shift 2 ;;
@@ -424,8 +307,12 @@ check_shape_flags() {
   queue_us=$(time_us "$QUEUE")
   QUEUE_FRAMES=$((RATE_BPS / 8 * queue_us / 1000000 / MTU))
   ((QUEUE_FRAMES < 2)) && QUEUE_FRAMES=2
+  int_in "$NICS" 1 "$MAX_NICS" || die $EX_USAGE "--nics '$NICS': expected an integer from 1 to $MAX_NICS"
+  NICS=$((10#$NICS))
   [[ $IFNAME =~ ^[a-zA-Z][a-zA-Z0-9_]{0,14}$ ]] ||
     die $EX_USAGE "--ifname '$IFNAME': expected 1 to 15 letters, digits or _ starting with a letter"
+  [[ $(uplink_name $((NICS - 1))) =~ ^.{1,15}$ ]] ||
+    die $EX_USAGE "--ifname '$IFNAME': rail $((NICS - 1))'s name $(uplink_name $((NICS - 1))) is longer than 15 characters"
 }
 
 check_name_given() {
@@ -433,11 +320,8 @@ check_name_given() {
   valid_name "$NAME" || die $EX_USAGE "--name '$NAME': expected 1 to 48 of [a-z0-9-], not starting with -"
 }
 
-# The uplink's name inside a test bed (whatever `up` was given).
-detect_ifname() {
-  local ns=$1
-  ip -n "$ns" -o link show 2>/dev/null | awk -F': ' '$2 != "lo" {sub(/@.*/, "", $2); print $2; exit}'
-}
+# Rail 0's uplink name inside a test bed (whatever `up` was given).
+detect_ifname() { host_uplinks "$1" | head -n 1; }
 
 # ---- verbs ----------------------------------------------------------------
 
@@ -469,7 +353,7 @@ print_testbed() {
   local name=$1 i addrs=()
   for i in $(host_indexes "$name"); do addrs+=("$(host_addr "$name" "$i")"); done
   local IFS=,
-  echo "TESTBED name=$name hosts=${#addrs[@]} ifname=$IFNAME addrs=${addrs[*]} rate=$RATE delay=$DELAY prio=$PRIO mtu=$MTU"
+  echo "TESTBED name=$name hosts=${#addrs[@]} ifname=$IFNAME addrs=${addrs[*]} rate=$RATE delay=$DELAY prio=$PRIO mtu=$MTU nics=$NICS"
 }
 
 verb_up() {
@@ -483,6 +367,14 @@ verb_up() {
   install_traps
   create_testbed "$NAME" "$HOSTS"
   print_testbed "$NAME"
+}
+
+verb_spec() {
+  parse_flags "$@"
+  check_name_given spec
+  require_root
+  netns_exists "$(fabric_ns "$NAME")" || die $EX_FAIL "no test bed named '$NAME'"
+  write_spec "$NAME" || die $EX_FAIL "test bed '$NAME' has no hosts or no uplinks"
 }
 
 verb_down() {
@@ -544,13 +436,16 @@ verb_info() {
   parse_flags "$@"
   check_name_given info
   netns_exists "$(fabric_ns "$NAME")" || die $EX_FAIL "no test bed named '$NAME'"
-  local i ns dev
+  local i k ns dev
   for i in $(host_indexes "$NAME"); do
     ns=$(host_ns "$NAME" "$i")
-    dev=$(detect_ifname "$ns")
-    echo "host $i namespace=$ns ifname=$dev addr=$(host_addr "$NAME" "$i")"
-    tc -n "$ns" qdisc show dev "$dev" | sed 's/^/  tx: /'
-    tc -n "$(fabric_ns "$NAME")" qdisc show dev "p$i" | sed 's/^/  rx: /'
+    k=0
+    for dev in $(host_uplinks "$ns"); do
+      echo "host $i rail $k namespace=$ns ifname=$dev addr=$(rail_addr "$i" "$k")"
+      tc -n "$ns" qdisc show dev "$dev" | sed 's/^/  tx: /'
+      tc -n "$(fabric_ns "$NAME")" qdisc show dev "$(fabric_port "$i" "$k")" | sed 's/^/  rx: /'
+      k=$((k + 1))
+    done
   done
 }
 
@@ -560,6 +455,7 @@ main() {
   shift
   case $verb in
     up) verb_up "$@" ;;
+    spec) verb_spec "$@" ;;
     run) verb_run "$@" ;;
     exec) verb_exec "$@" ;;
     info) verb_info "$@" ;;

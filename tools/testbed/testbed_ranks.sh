@@ -21,17 +21,24 @@ testbed_gbps() {
   awk -v b="$bps" 'BEGIN{printf "%g", b / 1e9}'
 }
 
-# rank_env NAME HOST_INDEX RANK LOCAL_RANK: the env lines of one rank, in ENVS.
+# rank_env NAME HOST_INDEX RANK LOCAL_RANK: the env lines of one rank, in
+# ENVS. The rank's NIC is rail LOCAL_RANK % (the host's uplinks), as a GPU
+# uses its nearest NIC; a --env given by the caller comes last and wins.
 rank_env() {
-  local name=$1 h=$2 r=$3 l=$4 ns dev
+  local name=$1 h=$2 r=$3 l=$4 ns uplinks=() rail dev
   ns=$(host_ns "$name" "$h")
-  dev=$(detect_ifname "$ns")
+  mapfile -t uplinks < <(host_uplinks "$ns")
+  rail=$((l % ${#uplinks[@]}))
+  dev=${uplinks[rail]}
+  local IFS=,
   ENVS=(
     "RANK=$r" "WORLD_SIZE=$WORLD" "LOCAL_RANK=$l" "LOCAL_WORLD_SIZE=$RANKS_PER_HOST"
     "TRIRACE_HOST_ID=h$h" "TRIRACE_NET_IFNAME=$dev" "NCCL_SOCKET_IFNAME=$dev" "TRIRACE_NIC=$dev"
     "TRIRACE_NIC_GBPS=$GBPS" "TRIRACE_JOB_ID=$name-h$h"
     "MASTER_ADDR=$(host_addr "$name" 0)" "MASTER_PORT=$PORT" "RENDEZVOUS_FILE=$RENDEZVOUS"
-    "TESTBED_NAME=$name" "TESTBED_HOST_ADDR=$(host_addr "$name" "$h")" "TESTBED_OUT=$OUT"
+    "TESTBED_NAME=$name" "TESTBED_HOST_ADDR=$(rail_addr "$h" "$rail")" "TESTBED_OUT=$OUT"
+    "TESTBED_RAIL=$rail" "TESTBED_IFNAMES=${uplinks[*]}"
+    ${SPEC_FILE:+"TRIRACE_TOPO_FILE=$SPEC_FILE"}
     "${EXTRA_ENV[@]}"
   )
 }
@@ -94,6 +101,8 @@ verb_run() {
   rm -f "$RENDEZVOUS"
   PORT=$((20000 + RANDOM % 20000))
   GBPS=$(testbed_gbps "$(host_ns "$NAME" "${hosts[0]}")" "$(detect_ifname "$(host_ns "$NAME" "${hosts[0]}")")")
+  SPEC_FILE="$OUT/topology.json"
+  write_spec "$NAME" >"$SPEC_FILE" || die $EX_FAIL "cannot write the test bed's spec to $SPEC_FILE"
 
   local r l pid rank_of_pid=() host_of_rank=()
   RANK_PIDS=()
@@ -192,7 +201,7 @@ verb_exec() {
   local ns
   ns=$(host_ns "$NAME" "$HOST_INDEX")
   netns_exists "$ns" || die $EX_FAIL "test bed '$NAME' has no host $HOST_INDEX"
-  WORLD=1 RANKS_PER_HOST=1 PORT=29500 OUT="${OUT:-}" RENDEZVOUS="${RENDEZVOUS:-}"
+  WORLD=1 RANKS_PER_HOST=1 PORT=29500 OUT="${OUT:-}" RENDEZVOUS="${RENDEZVOUS:-}" SPEC_FILE=""
   GBPS=$(testbed_gbps "$ns" "$(detect_ifname "$ns")")
   rank_env "$NAME" "$HOST_INDEX" 0 0
   exec ip netns exec "$ns" env "${ENVS[@]}" "${CMD[@]}"
