@@ -262,6 +262,22 @@ TEST(TriraceCliTest, TopoDiscoversThisMachine) {
   EXPECT_THAT(paths.out, StartsWith("paths from host "));
 }
 
+// hwloc is optional at run time: an install without its module (or without
+// libhwloc) discovers from sysfs and says why; an hwloc XML is then an error
+// naming the file and the module, the other formats still load.
+TEST(TriraceCliTest, TopoWithoutTheHwlocModuleUsesSysfsAndSaysSo) {
+  FakePrefix prefix(/*with_shim=*/false, /*with_plugin=*/false);
+  auto tree = RunProcess({prefix.exe(), "topo"});
+  ASSERT_EQ(tree.exit_code, 0) << tree.err;
+  EXPECT_THAT(tree.out, ::testing::ContainsRegex("\n  note: hwloc: (built without hwloc|hwloc module not loaded: "
+                                                 "[^\n]*); the PCIe tree comes from sysfs\n"));
+  auto xml = RunProcess({prefix.exe(), "topo", "--from", TopoData("cloud_2gpu_2nic.hwloc.xml")});
+  EXPECT_NE(xml.exit_code, 0);
+  EXPECT_THAT(xml.err, HasSubstr("cloud_2gpu_2nic.hwloc.xml: an hwloc XML export"));
+  auto nccl = RunProcess({prefix.exe(), "topo", "--from", TopoData("cloud_2gpu_2nic.xml")});
+  EXPECT_EQ(nccl.exit_code, 0) << nccl.err;
+}
+
 TEST(TriraceCliTest, TopoDrawsThePicture) {
   if (std::system("command -v dot >/dev/null 2>&1") != 0) GTEST_SKIP() << "Graphviz's dot is not installed";
   const std::string dir = testing_support::MakeTempDir("trirace-topo-png");

@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "topology/discovery/load.h"
 #include "topology/discovery/nccl_xml.h"
+#include "topology/discovery/hwloc_module.h"
 
 namespace trirace::topo {
 namespace {
@@ -401,6 +402,34 @@ TEST(HwlocTest, DiscoversThisMachine) {
     }
   }
   for (const Host::Provenance& p : h->provenance) EXPECT_EQ(p.source, Source::kHwloc) << p.fact;
+}
+
+// ---- The module (hwloc optional at run time) ----
+
+TEST(HwlocModuleTest, IsFoundBesideThisProgramAndIsThisBuilds) {
+  SKIP_WITHOUT_HWLOC();
+  const std::string path = HwlocModulePath();
+  EXPECT_TRUE(absl::EndsWith(path, "/libtrirace-topo-hwloc.so")) << path;
+  const absl::StatusOr<const TriraceHwlocApiV1*> api = OpenHwlocModule(path);
+  ASSERT_TRUE(api.ok()) << api.status();
+  EXPECT_EQ((*api)->abi, kTriraceHwlocAbi);
+  EXPECT_EQ((*api)->host_size, sizeof(Host));
+}
+
+TEST(HwlocModuleTest, AMissingModuleOrLibhwlocIsUnavailableWithTheLoadersWords) {
+  const absl::StatusOr<const TriraceHwlocApiV1*> api = OpenHwlocModule("/nonexistent/libtrirace-topo-hwloc.so");
+  ASSERT_FALSE(api.ok());
+  EXPECT_EQ(api.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(absl::StrContains(api.status().message(), "hwloc module not loaded: /nonexistent/libtrirace-topo-hwloc.so"))
+      << api.status();
+}
+
+TEST(HwlocModuleTest, ALibraryThatIsNotTheModuleIsRefused) {
+  // Any shared library without the entry point: the C library will do.
+  const absl::StatusOr<const TriraceHwlocApiV1*> api = OpenHwlocModule("libc.so.6");
+  ASSERT_FALSE(api.ok());
+  EXPECT_EQ(api.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(api.status().message(), "not the hwloc module of this build")) << api.status();
 }
 
 TEST(HwlocTest, WithoutHwlocBothSayWhy) {

@@ -35,17 +35,28 @@
 // and CR LF line ends are removed: hwloc's own reader (built without
 // libxml2, as on Debian) refuses them.
 //
+// hwloc is optional at run time: the backend is a module,
+// libtrirace-topo-hwloc.so (hwloc_module.cc, the one TriRace object linked
+// with libhwloc), loaded on first use from <dir of this program>/../lib,
+// the install layout's library folder, or the dynamic linker's path. Where
+// it or libhwloc is missing, both functions return Unavailable ("hwloc
+// module not loaded: <dlerror>") and local discovery uses sysfs, saying so.
 // Built only where hwloc was found (TRIRACE_HAVE_HWLOC); without it both
 // functions return Unimplemented: "built without hwloc" (ParseHwlocXml's
 // message names `origin` too).
 //
-// Thread safety: the functions share no state; safe from several threads.
+// Thread safety: the module is loaded once (absl::call_once); the functions
+// share no other state; safe from several threads.
 #ifndef TRIRACE_TOPOLOGY_DISCOVERY_HWLOC_H_
 #define TRIRACE_TOPOLOGY_DISCOVERY_HWLOC_H_
+
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "topology/model.h"
+
+struct TriraceHwlocApiV1;
 
 namespace trirace::topo {
 
@@ -56,6 +67,14 @@ absl::StatusOr<Host> DiscoverHwloc();
 // what was wrong ("node.xml: not an hwloc XML export: ..."). The host's key
 // is left empty.
 absl::StatusOr<Host> ParseHwlocXml(absl::string_view text, absl::string_view origin);
+
+// Where the module is looked for: the first existing of <exe dir>/../lib and
+// the install layout's library folder, else its bare name.
+std::string HwlocModulePath();
+// Loads the module at `path` (not cached; DiscoverHwloc and ParseHwlocXml use
+// HwlocModulePath() once). Unavailable with dlerror's text if it or libhwloc
+// cannot be loaded; FailedPrecondition if it is not this build's module.
+absl::StatusOr<const TriraceHwlocApiV1*> OpenHwlocModule(const std::string& path);
 
 }  // namespace trirace::topo
 

@@ -1,8 +1,7 @@
-#include "topology/discovery/hwloc.h"
-
-#include "absl/status/status.h"
-
-#if TRIRACE_HAVE_HWLOC
+// The hwloc backend proper (hwloc.h says what becomes what), built as the
+// module libtrirace-topo-hwloc.so: the only TriRace object that links
+// libhwloc, so that `trirace` and the tests start without it.
+#include "topology/discovery/hwloc_module.h"
 
 #include <hwloc.h>
 #include <tinyxml2.h>
@@ -367,9 +366,7 @@ absl::StatusOr<std::string> CheckedXml(absl::string_view text, absl::string_view
   return ForHwloc(text);
 }
 
-}  // namespace
-
-absl::StatusOr<Host> DiscoverHwloc() {
+absl::StatusOr<Host> DiscoverHwlocMachine() {
   // Only what matters for placement: GPUs, NICs and the bridges above them.
   absl::StatusOr<TopologyPtr> topo = NewTopology(HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   if (!topo.ok()) return topo.status();
@@ -377,7 +374,7 @@ absl::StatusOr<Host> DiscoverHwloc() {
   return HostBuilder(topo->get(), "hwloc").Build();
 }
 
-absl::StatusOr<Host> ParseHwlocXml(absl::string_view text, absl::string_view origin) {
+absl::StatusOr<Host> ParseHwlocXmlText(absl::string_view text, absl::string_view origin) {
   absl::StatusOr<std::string> xml = CheckedXml(text, origin);
   if (!xml.ok()) return xml.status();
   if (xml->size() >= static_cast<size_t>(INT_MAX)) {
@@ -395,20 +392,14 @@ absl::StatusOr<Host> ParseHwlocXml(absl::string_view text, absl::string_view ori
   return HostBuilder(topo->get(), origin).Build();
 }
 
+}  // namespace
+
 }  // namespace trirace::topo
 
-#else  // !TRIRACE_HAVE_HWLOC
-
-#include "absl/strings/str_cat.h"
-
-namespace trirace::topo {
-
-absl::StatusOr<Host> DiscoverHwloc() { return absl::UnimplementedError("built without hwloc"); }
-
-absl::StatusOr<Host> ParseHwlocXml(absl::string_view /*text*/, absl::string_view origin) {
-  return absl::UnimplementedError(absl::StrCat(origin, ": an hwloc XML export, and TriRace was built without hwloc"));
+extern "C" __attribute__((visibility("default"))) const TriraceHwlocApiV1* trirace_topo_hwloc_v1() {
+  static const TriraceHwlocApiV1 api = {
+      kTriraceHwlocAbi, sizeof(trirace::topo::Host), HWLOC_VERSION, &trirace::topo::DiscoverHwlocMachine,
+      &trirace::topo::ParseHwlocXmlText,
+  };
+  return &api;
 }
-
-}  // namespace trirace::topo
-
-#endif  // TRIRACE_HAVE_HWLOC

@@ -6,10 +6,8 @@
 #include "topology/affinity.h"
 #include "topology/discovery/ibverbs.h"
 #include "topology/discovery/nvml.h"
-#include "topology/discovery/sysfs.h"
-#if TRIRACE_HAVE_HWLOC
 #include "topology/discovery/hwloc.h"
-#endif
+#include "topology/discovery/sysfs.h"
 
 namespace trirace::topo {
 namespace {
@@ -18,18 +16,15 @@ void Append(std::vector<std::string>& to, std::vector<std::string> from) {
   for (std::string& line : from) to.push_back(std::move(line));
 }
 
-// hwloc first: the PCIe tree, NUMA nodes, GPUs and NICs.
+// hwloc first: the PCIe tree, NUMA nodes, GPUs and NICs. Without it (not
+// built, or its module or libhwloc missing here) a note says why.
 void AddHwloc(LocalDiscovery& d) {
-#if TRIRACE_HAVE_HWLOC
   absl::StatusOr<Host> h = DiscoverHwloc();
   if (h.ok()) {
     d.host = *std::move(h);
   } else {
     d.notes.push_back(absl::StrCat("hwloc: ", h.status().message(), "; the PCIe tree comes from sysfs"));
   }
-#else
-  d.notes.push_back("hwloc: built without hwloc; the PCIe tree comes from sysfs");
-#endif
 }
 
 // What the merged host lacks, and RDMA ports listed as NICs that are not up.
