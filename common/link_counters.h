@@ -5,6 +5,7 @@
 // backends live with what they measure:
 //   topology/monitors/net_stats.h    Ethernet: /sys/class/net/<if>/statistics
 //   topology/monitors/ib_counters.h  InfiniBand / RoCE port counters
+//   topology/monitors/nvlink_counters.h  NVLink, from NVML
 //   interpose/plugin_occupancy.h     the net plugin's per-NIC records (the
 //                                    job's own bytes, and this process's)
 //
@@ -13,6 +14,7 @@
 #define TRIRACE_COMMON_LINK_COUNTERS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +49,15 @@ class OccupancyReader {
   // mid-update).
   virtual absl::StatusOr<OccupancySnapshot> Read() = 0;
 };
+
+// One reader over several (a NIC's counters and the NVLink counters, say):
+// its snapshots hold every part's devices, its name is the parts' names
+// joined with '+'. A part that fails is left out of that snapshot (its
+// devices get no rate for the interval) and warned about once unless the
+// error is kUnavailable; only when every part fails does Read() fail, with
+// the first part's error. Null parts are dropped; with one part left that
+// part is returned as it is.
+std::unique_ptr<OccupancyReader> CombineReaders(std::vector<std::unique_ptr<OccupancyReader>> parts);
 
 }  // namespace trirace
 

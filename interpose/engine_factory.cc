@@ -14,6 +14,7 @@
 #include "scheduler/trirace_policy.h"
 #include "topology/monitors/ib_counters.h"
 #include "topology/monitors/net_stats.h"
+#include "topology/monitors/nvlink_counters.h"
 
 namespace trirace::interpose {
 
@@ -84,9 +85,30 @@ absl::StatusOr<std::unique_ptr<sched::Engine>> MakeEngineFromParams(sched::GateO
       TRIRACE_WARN(SCHED, "TRIRACE_OCCUPANCY=%s: %s; running without occupancy input",
                    ParamEnum(ParamId::kOccupancySource), reader.status().ToString());
     }
-  } else if (*reader != nullptr) {
+  }
+  std::vector<std::pair<std::string, sched::LinkId>> devices;
+  std::vector<std::unique_ptr<OccupancyReader>> parts;
+  if (reader.ok() && *reader != nullptr) {
     TRIRACE_INFO(SCHED, "link occupancy from %s for interface %s", std::string((*reader)->name()), nic);
-    engine->SetOccupancyReader(std::move(*reader), links.OccupancyDevices());
+    devices = links.OccupancyDevices();
+    parts.push_back(*std::move(reader));
+  }
+  // The NVLinks of this host's GPUs, where the model has them (a topology
+  // file) and NVML can count them.
+  if (source != OccupancySource::kNone) {
+    if (const std::vector<std::string> gpus = links.NvlinkGpus(); !gpus.empty()) {
+      absl::StatusOr<std::unique_ptr<OccupancyReader>> nvlink = topo::OpenNvlinkCountersReader(gpus);
+      if (nvlink.ok()) {
+        TRIRACE_INFO(SCHED, "NVLink occupancy from NVML for %d GPU(s)", static_cast<int>(gpus.size()));
+        for (auto& d : links.NvlinkOccupancyDevices()) devices.push_back(std::move(d));
+        parts.push_back(*std::move(nvlink));
+      } else {
+        TRIRACE_INFO(SCHED, "no NVLink occupancy: %s", nvlink.status().ToString());
+      }
+    }
+  }
+  if (std::unique_ptr<OccupancyReader> combined = CombineReaders(std::move(parts)); combined != nullptr) {
+    engine->SetOccupancyReader(std::move(combined), std::move(devices));
   }
   return engine;
 }

@@ -51,7 +51,10 @@ std::optional<topo::IbPort> RdmaPortOf(const std::string& nic, const std::string
 // An engine with the policy of TRIRACE_POLICY, `options`, the links of
 // `links` (registered; links added later are registered by
 // OpLinks::Publish) and the occupancy reader of TRIRACE_OCCUPANCY on this
-// host's NIC, measuring both of its links.
+// host's NIC, measuring both of its links; unless the source is kNone, the
+// NVLink counters of this host's GPUs (NVML) are read beside it for the
+// GPUs the model gives NVLinks (CombineReaders), each measuring its GPU's
+// nvl-tx and nvl-rx links.
 absl::StatusOr<std::unique_ptr<sched::Engine>> MakeEngineFromParams(
     sched::GateOpener* opener, OpLinks& links,
     sched::EngineOptions options = sched::EngineOptions::FromParams());

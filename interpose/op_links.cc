@@ -3,10 +3,12 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/params.h"
 #include "interpose/comm_state.h"
 #include "topology/discovery/spec_file.h"
+#include "topology/monitors/nvlink_counters.h"
 
 namespace trirace::interpose {
 namespace {
@@ -62,6 +64,30 @@ void OpLinks::Register(sched::Engine& engine) {
 std::vector<std::pair<std::string, sched::LinkId>> OpLinks::OccupancyDevices() const {
   std::vector<std::pair<std::string, sched::LinkId>> out;
   for (sched::LinkId id : local_) out.emplace_back(nic_.interface, id);
+  return out;
+}
+
+std::vector<std::string> OpLinks::NvlinkGpus() const {
+  std::vector<std::string> out;
+  const topo::System system = links_.system();
+  const int h = system.FindHost(links_.local_host());
+  if (h < 0) return out;
+  for (const topo::Gpu& g : system.hosts[h].gpus) {
+    if (!g.nvlinks.empty() && links_.Find(absl::StrCat("nvl-tx:", links_.local_host(), "/", g.pci)) >= 0) {
+      out.push_back(g.pci);
+    }
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, sched::LinkId>> OpLinks::NvlinkOccupancyDevices() const {
+  std::vector<std::pair<std::string, sched::LinkId>> out;
+  for (const std::string& pci : NvlinkGpus()) {
+    for (const char* side : {"nvl-tx:", "nvl-rx:"}) {
+      const int id = links_.Find(absl::StrCat(side, links_.local_host(), "/", pci));
+      if (id >= 0) out.emplace_back(topo::NvlinkDeviceName(pci), static_cast<sched::LinkId>(id));
+    }
+  }
   return out;
 }
 

@@ -65,6 +65,11 @@ class OpLinks {
   // The occupancy map: the counters of this host's interface (TRIRACE_NIC)
   // measure both links of the NIC this process sends through.
   std::vector<std::pair<std::string, sched::LinkId>> OccupancyDevices() const;
+  // The GPUs of this host that the model gives NVLinks, by bus id, and the
+  // map from their NVLink monitor devices (monitors/nvlink_counters.h) to
+  // each GPU's nvl-tx and nvl-rx links.
+  std::vector<std::string> NvlinkGpus() const;
+  std::vector<std::pair<std::string, sched::LinkId>> NvlinkOccupancyDevices() const;
 
   // This rank's identity on a comm whose device has bus id `gpu_pci` ("" if
   // none or unknown).

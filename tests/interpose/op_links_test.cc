@@ -124,3 +124,38 @@ TEST(OpLinksFromParamsTest, ATopologyFileNamesTheNicsAndABadOneFallsBackToOneNic
 
 }  // namespace
 }  // namespace trirace::interpose
+
+namespace trirace::interpose {
+namespace {
+
+// The NVLink monitor's devices: one per local GPU the model gives NVLinks,
+// each measuring that GPU's nvl-tx and nvl-rx links.
+TEST(OpLinksNvlinkTest, EachGpuWithNvlinksIsAMonitorDeviceOnItsNvlinkLinks) {
+  topo::System sys = topo::HostNicSystem("a", "eth0", 100);
+  for (const char* pci : {"0000:07:00.0", "0000:0f:00.0", "0000:47:00.0"}) {
+    topo::Gpu g;
+    g.pci = pci;
+    if (std::string(pci) != "0000:47:00.0") {
+      g.nvlinks.push_back({std::string(pci) == "0000:07:00.0" ? "0000:0f:00.0" : "0000:07:00.0", 2});
+      g.nvlink_gbps = 25;
+    }
+    sys.hosts[0].gpus.push_back(g);
+  }
+  OpLinks links(sys, topo::LocalNic{.host_key = "a", .interface = "eth0", .gbps = 100});
+  EXPECT_THAT(links.NvlinkGpus(), ElementsAre("0000:07:00.0", "0000:0f:00.0"));
+  std::vector<std::string> seen;
+  for (const auto& [device, id] : links.NvlinkOccupancyDevices()) {
+    seen.push_back(device + " -> " + Names(links, {id}).front());
+  }
+  EXPECT_THAT(seen, ElementsAre("nvlink:0000:07:00.0 -> nvl-tx:a/0000:07:00.0",
+                                "nvlink:0000:07:00.0 -> nvl-rx:a/0000:07:00.0",
+                                "nvlink:0000:0f:00.0 -> nvl-tx:a/0000:0f:00.0",
+                                "nvlink:0000:0f:00.0 -> nvl-rx:a/0000:0f:00.0"));
+  // Without a topology there is no GPU, so nothing for the monitor.
+  OpLinks plain(topo::HostNicSystem("a", "eth0", 100), topo::LocalNic{.host_key = "a", .interface = "eth0"});
+  EXPECT_TRUE(plain.NvlinkGpus().empty());
+  EXPECT_TRUE(plain.NvlinkOccupancyDevices().empty());
+}
+
+}  // namespace
+}  // namespace trirace::interpose

@@ -10,6 +10,9 @@
 //
 // fake_nvml_set_scenario picks what the library does (kScenario* below);
 // fake_nvml_sessions() is the number of nvmlInit_v2 calls not yet shut down.
+// NVLink counters (nvmlDeviceGetFieldValues): each active link of every GPU
+// has sent fake_nvml_add_traffic's running total in KiB and received twice
+// that.
 #include <cstdio>
 #include <cstring>
 
@@ -20,6 +23,7 @@ enum Scenario {
   kScenarioNoRemoteType,    // the same, nvmlDeviceGetNvLinkRemoteDeviceType not supported
   kScenarioInitFails,       // nvmlInit_v2: driver not loaded
   kScenarioNoGpu,           // no GPU
+  kScenarioNoCounters,      // the NVLink throughput fields are not supported
 };
 
 constexpr int kSuccess = 0;
@@ -27,6 +31,21 @@ constexpr int kErrorInvalidArgument = 2;
 constexpr int kErrorNotSupported = 3;
 constexpr int kErrorDriverNotLoaded = 9;
 constexpr int kTypeGpu = 0, kTypeNpu = 1, kTypeSwitch = 2;
+constexpr unsigned kFieldTx = 138, kFieldRx = 139;  // NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX / _RX
+constexpr int kValueTypeUnsignedLongLong = 3;
+
+struct FieldValue {  // nvmlFieldValue_t
+  unsigned field_id;
+  unsigned scope_id;
+  long long timestamp;
+  long long latency_usec;
+  int value_type;
+  int nvml_return;
+  union {
+    double d;
+    unsigned long long ull;
+  } value;
+};
 
 struct PciInfo {  // nvmlPciInfo_t
   char bus_id_legacy[16];
@@ -63,6 +82,7 @@ constexpr unsigned kGpuCount = sizeof(kGpus) / sizeof(kGpus[0]);
 
 int scenario = kScenarioGpus;
 int sessions = 0;
+unsigned long long traffic_kib = 0;
 
 const FakeGpu* Gpu(void* device) {
   for (const FakeGpu& g : kGpus) {
@@ -88,6 +108,7 @@ const Link* LinkOf(void* device, unsigned link) {
 extern "C" {
 
 void fake_nvml_set_scenario(int s) { scenario = s; }
+void fake_nvml_add_traffic(unsigned long long kib) { traffic_kib += kib; }
 int fake_nvml_sessions() { return sessions; }
 
 int nvmlInit_v2() {
@@ -139,6 +160,24 @@ int nvmlDeviceGetNvLinkRemoteDeviceType(void* device, unsigned link, int* type) 
   const Link* l = LinkOf(device, link);
   if (l == nullptr) return kErrorInvalidArgument;
   *type = l->type;
+  return kSuccess;
+}
+
+int nvmlDeviceGetFieldValues(void* device, int count, FieldValue* values) {
+  if (Gpu(device) == nullptr || count < 0) return kErrorInvalidArgument;
+  for (int i = 0; i < count; ++i) {
+    FieldValue& v = values[i];
+    v.value.ull = 0;
+    if (scenario == kScenarioNoCounters || (v.field_id != kFieldTx && v.field_id != kFieldRx)) {
+      v.nvml_return = kErrorNotSupported;
+    } else if (LinkOf(device, v.scope_id) == nullptr) {
+      v.nvml_return = kErrorInvalidArgument;
+    } else {
+      v.nvml_return = kSuccess;
+      v.value_type = kValueTypeUnsignedLongLong;
+      v.value.ull = v.field_id == kFieldTx ? traffic_kib : 2 * traffic_kib;
+    }
+  }
   return kSuccess;
 }
 

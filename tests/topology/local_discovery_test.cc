@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "tests/topology/fake_library.h"
 #include "tests/topology/fake_sys.h"
 #include "topology/discovery/ibverbs.h"
 #include "topology/discovery/nvml.h"
@@ -29,28 +30,6 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 using ::testing::StartsWith;
-
-// A fake library held open by the test, so the scenario it sets is the one
-// the code under test sees when it loads the same path.
-class FakeLibrary {
- public:
-  explicit FakeLibrary(const char* path) : handle_(dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
-    if (handle_ == nullptr) error_ = dlerror();
-  }
-  ~FakeLibrary() {
-    if (handle_ != nullptr) dlclose(handle_);
-  }
-  bool ok() const { return handle_ != nullptr; }
-  const std::string& error() const { return error_; }
-  void SetScenario(const char* setter, int scenario) const {
-    reinterpret_cast<void (*)(int)>(dlsym(handle_, setter))(scenario);
-  }
-  int Count(const char* getter) const { return reinterpret_cast<int (*)()>(dlsym(handle_, getter))(); }
-
- private:
-  void* handle_;
-  std::string error_;
-};
 
 bool Loadable(const char* library) {
   void* h = dlopen(library, RTLD_NOW | RTLD_LOCAL);
