@@ -61,7 +61,18 @@ ncclResult_t GatedLauncher::LaunchInGroup(const Op& op, OpRecording* rec) {
   }
   Op issued = op;
   if (g.gating == GroupGating::kGated && CanGate(op) && op.state->device == g.lane->device()) {
-    issued.stream = static_cast<cudaStream_t>(g.lane->stream());
+    // Ordered after the caller's stream now, not only at the group's end:
+    // NCCL runs some ops at call time even inside a group (a one-rank
+    // comm's collectives are a copy on the given stream), and such an op
+    // must not overtake the work the caller queued before it.
+    absl::MutexLock lock(&g.lane->mu);
+    absl::Status st = dev_.RecordEvent(g.lane->in_event(), op.stream);
+    if (st.ok()) st = dev_.StreamWaitEvent(g.lane->stream(), g.lane->in_event());
+    if (st.ok()) {
+      issued.stream = static_cast<cudaStream_t>(g.lane->stream());
+    } else {
+      Fail(st, "ordering the dedicated stream after the user stream of a group's op");
+    }
   }
   const ncclResult_t r = CallReal(real_, issued);
   rec->taken = true;  // the shim adds it to the group; GroupEnd ends it

@@ -86,7 +86,7 @@ class FakeNccl {
     const ncclResult_t r = fail != fail_.end() ? fail->second : ncclSuccess;
     calls_.push_back({f, send, recv, count, stream, r});
     if (r != ncclSuccess) return r;  // rejected before anything is queued
-    if (depth_ > 0) {
+    if (depth_ > 0 && !eager_in_group_) {
       deferred_.push_back(calls_.size() - 1);
     } else {
       Launch(calls_.size() - 1);
@@ -108,6 +108,12 @@ class FakeNccl {
     return ncclSuccess;
   }
 
+  // Runs ops at call time inside a group too, as NCCL does with a one-rank
+  // comm's collectives (a copy on the given stream).
+  void SetEagerInGroup(bool eager) {
+    std::lock_guard<std::mutex> lock(mu_);
+    eager_in_group_ = eager;
+  }
   // The call whose buffer (sendbuff, or recvbuff for Recv) is `buffer` fails.
   void FailAt(const void* buffer, ncclResult_t r) { fail_[buffer] = r; }
   std::vector<Call> calls() {
@@ -152,6 +158,7 @@ class FakeNccl {
   std::vector<Call> calls_;
   std::map<const void*, ncclResult_t> fail_;
   int depth_ = 0;
+  bool eager_in_group_ = false;
   std::vector<size_t> deferred_;
   std::atomic<int64_t> device_clock_{0};
 };
@@ -550,6 +557,36 @@ TEST_P(GatingOverFakeDevice, KeepsHostOrderOpensEveryGateInTheBoundAndPassesResu
 
 // Where the launcher must not gate, the op reaches the real call exactly as
 // it came, on the caller's stream, and the record stays with the shim.
+// Found on a GPU: NCCL runs a one-rank comm's collectives at call time even
+// inside a group, so ordering the dedicated stream after the callers'
+// streams only at the group's end let such an op overtake the work its
+// caller had queued before it (it read a buffer that work had not written).
+TEST_P(GatingOverFakeDevice, AnOpNcclRunsAtCallTimeInsideAGroupWaitsForItsCallersStream) {
+  nccl_.SetEagerInGroup(true);
+  struct Slow {
+    FakeNccl* nccl;
+    int64_t order = -1;
+  } slow{&nccl_};
+  ASSERT_TRUE(dev_.LaunchHostFunc(user_streams_[0],
+                                  [](void* p) {
+                                    auto* s = static_cast<Slow*>(p);
+                                    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                                    s->order = s->nccl->NextDeviceOrder();
+                                  },
+                                  &slow)
+                  .ok());
+  NewOp(NcclFunc::kAllReduce, 0, 0, 64);
+  ASSERT_EQ(GroupStart(7), ncclSuccess);
+  Issue(0, 7);
+  ASSERT_EQ(GroupEnd(), ncclSuccess);
+  ASSERT_TRUE(dev_.Drain(absl::Seconds(30)));
+  const std::vector<Call> calls = nccl_.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_NE(calls[0].stream, static_cast<cudaStream_t>(user_streams_[0])) << "the op went to the dedicated stream";
+  EXPECT_GT(calls[0].device_order, slow.order) << "the op ran before the work its caller queued first";
+  for (size_t k = 0; k < 64; ++k) ASSERT_EQ(ops_[0].recv[k], 2 * ops_[0].send[k]);
+}
+
 TEST_P(GatingOverFakeDevice, CapturedStreamsAndNonblockingCommsPassThroughUnchanged) {
   dev_.SetCapturing(user_streams_[1]);
   comms_[0]->nonblocking = true;
