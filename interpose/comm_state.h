@@ -27,6 +27,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/notification.h"
 #include "interpose/op.h"
 #include "nccl.h"
 #include "common/traffic_class.h"
@@ -72,6 +73,12 @@ struct CommState {
   std::atomic<CommLane*> lane{nullptr};
   // Schedule mode: published once the peer exchange completed (op_links.h).
   std::atomic<const CommPeers*> peers{nullptr};
+  // Schedule mode: the comm's chunk size agreed from the exchanged records
+  // (scheduler/chunk_planner.h CommChunkBytes); kChunkBytesUnset until then.
+  static constexpr uint64_t kChunkBytesUnset = ~uint64_t{0};
+  std::atomic<uint64_t> chunk_bytes{kChunkBytesUnset};
+  // Notified when the peer exchange finished (published or failed).
+  absl::Notification exchanged;
   OpStats stats;
 };
 

@@ -8,8 +8,8 @@
 
 namespace trirace::interpose {
 
-GateWatchdog::GateWatchdog(int64_t bound_ns, std::function<void(GateTicket*)> expired)
-    : lead_ns_(bound_ns - bound_ns / 16), coalesce_ns_(std::max<int64_t>(bound_ns / 16, 1000)),
+GateWatchdog::GateWatchdog(int64_t floor_bound_ns, std::function<void(GateTicket*)> expired)
+    : coalesce_ns_(std::max<int64_t>(floor_bound_ns / 16, 1000)),
       expired_(std::move(expired)) {}
 
 GateWatchdog::~GateWatchdog() { Stop(); }
@@ -36,8 +36,8 @@ void GateWatchdog::AddLane(CommLane* lane) {
   lanes_.push_back(lane);
 }
 
-void GateWatchdog::Watch(CommLane* lane, GateTicket* ticket, int64_t call_ns) {
-  const int64_t deadline = call_ns + lead_ns_;
+void GateWatchdog::Watch(CommLane* lane, GateTicket* ticket, int64_t call_ns, int64_t bound_ns) {
+  const int64_t deadline = call_ns + bound_ns - bound_ns / 16;
   lane->Watch({deadline, ticket});
   absl::MutexLock lock(&mu_);
   if (sleeping_until_ == 0) {

@@ -1,11 +1,13 @@
 // GateWatchdog: the launcher's own guarantee that every gate opens within
 // the hold bound, independent of the scheduler engine.
 //
-// The engine releases every task at TRIRACE_MAX_HOLD_US on its own; the
+// The engine releases every task at its hold bound on its own; the
 // watchdog is the backstop for an engine that is late (its thread starved,
 // a pass stuck behind a slow occupancy read). Each gated unit is watched
-// with deadline = call time + bound - bound/16; the thread sleeps until the
-// earliest deadline (wake-ups coalesced to at most one per bound/16) and
+// with deadline = call time + bound - bound/16, the bound being the engine's
+// at the time of the call (it grows with the iteration period: engine.h);
+// the thread sleeps until the earliest deadline (wake-ups coalesced to at
+// most one per floor/16, the floor being the bound it was made with) and
 // opens every gate past its deadline that is still closed, recording
 // reason kMaxHold. So a gate is open by the bound even when the engine does
 // nothing, and the watchdog preempts the engine by at most 1/16 of the
@@ -35,7 +37,7 @@ class GateWatchdog {
  public:
   // `expired(ticket)` runs on the watchdog thread for a gate it is about to
   // open (the ticket's release fields are unset or set by the engine).
-  GateWatchdog(int64_t bound_ns, std::function<void(GateTicket*)> expired);
+  GateWatchdog(int64_t floor_bound_ns, std::function<void(GateTicket*)> expired);
   ~GateWatchdog();
   GateWatchdog(const GateWatchdog&) = delete;
   GateWatchdog& operator=(const GateWatchdog&) = delete;
@@ -46,15 +48,15 @@ class GateWatchdog {
 
   // Adds `lane` to the sweep (once per lane, before its first Watch()).
   void AddLane(CommLane* lane) ABSL_LOCKS_EXCLUDED(mu_);
-  // Watches `ticket` (gated, already on `lane`), called at time `call_ns`.
-  void Watch(CommLane* lane, GateTicket* ticket, int64_t call_ns) ABSL_LOCKS_EXCLUDED(mu_);
+  // Watches `ticket` (gated, already on `lane`), called at time `call_ns`,
+  // under the hold bound `bound_ns`.
+  void Watch(CommLane* lane, GateTicket* ticket, int64_t call_ns, int64_t bound_ns) ABSL_LOCKS_EXCLUDED(mu_);
 
   uint64_t opened() const { return opened_.load(std::memory_order_relaxed); }
 
  private:
   void Run() ABSL_LOCKS_EXCLUDED(mu_);
 
-  const int64_t lead_ns_;     // deadline = call + lead
   const int64_t coalesce_ns_;
   std::function<void(GateTicket*)> expired_;
 

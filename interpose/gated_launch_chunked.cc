@@ -21,7 +21,7 @@ ncclResult_t GatedLauncher::LaunchGated(const Op& op, CommLane& lane, const Trac
   const size_t es = DataTypeSize(op.datatype);
   sched::ChunkPlan plan;
   if (es != 0 && sched::IsChunkable(op.func)) {
-    plan = sched::PlanChunks(op.func, op.count, es, chunk_bytes_);
+    plan = sched::PlanChunks(op.func, op.count, es, ChunkBytesOf(op.state));
   } else {
     plan.chunks.push_back({0, op.count});
   }
@@ -64,6 +64,12 @@ ncclResult_t GatedLauncher::LaunchGated(const Op& op, CommLane& lane, const Trac
   const absl::Status wait = done.ok() ? dev_.StreamWaitEvent(op.stream, lane.done_event()) : done;
   if (!wait.ok()) Fail(wait, "ordering the user stream after the dedicated stream");
   return result;
+}
+
+uint64_t GatedLauncher::ChunkBytesOf(const CommState* state) const {
+  if (state == nullptr) return unagreed_chunk_bytes_;
+  const uint64_t agreed = state->chunk_bytes.load(std::memory_order_acquire);
+  return agreed == CommState::kChunkBytesUnset ? unagreed_chunk_bytes_ : agreed;
 }
 
 void GatedLauncher::PutGate(CommLane& lane, GateTicket& t) {

@@ -5,9 +5,11 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "common/logging.h"
 #include "interpose/comm_state.h"
 #include "interpose/gated_launcher.h"
+#include "scheduler/chunk_planner.h"
 
 namespace trirace::interpose {
 namespace {
@@ -45,6 +47,7 @@ void GatedLauncher::CommsReady(std::span<CommState* const> states) {
     TRIRACE_WARN(TOPO, "peer exchange: ncclGroupStart failed; %d new comm(s) not exchanged", todo.size());
     return;
   }
+  std::vector<CommState*> started_comms;
   for (CommState* s : todo) {
     absl::StatusOr<device::CurrentDevice> current = dev_.MakeCurrent(s->device);
     if (!current.ok()) {
@@ -68,10 +71,24 @@ void GatedLauncher::CommsReady(std::span<CommState* const> states) {
     if (!started.ok()) {
       TRIRACE_WARN(TOPO, "comm %d: peer exchange not issued: %s; its ops are charged this host's NIC", s->index,
                    started.ToString());
+    } else {
+      started_comms.push_back(s);
     }
   }
   if (grouped && real_.GroupEnd() != ncclSuccess) {
     TRIRACE_WARN(TOPO, "peer exchange: ncclGroupEnd failed; %d new comm(s) keep this host's NIC", todo.size());
+    return;
+  }
+  // The comm's chunk size comes from the records: wait for them before the
+  // application can issue its first operation. Every rank of the comm
+  // issued its all-gather on returning from the same creating call, so this
+  // waits as long as comm creation itself did, unless a rank never issued
+  // its part (peer_exchange.h: the one local failure), which the log names.
+  for (CommState* s : started_comms) {
+    for (int waited_s = 10; !s->exchanged.WaitForNotificationWithTimeout(absl::Seconds(10)); waited_s += 10) {
+      TRIRACE_WARN(TOPO, "comm %d id %s: still waiting for the peer exchange after %d s: a rank of the comm has not "
+                   "issued it (every rank must finish creating the comm)", s->index, CommIdHex(s->id), waited_s);
+    }
   }
 }
 
@@ -79,17 +96,28 @@ void GatedLauncher::PeersKnown(CommState& state, absl::StatusOr<std::vector<topo
   if (!ranks.ok()) {
     TRIRACE_WARN(TOPO, "comm %d id %s: peer exchange failed: %s; its ops are charged this host's NIC", state.index,
                  CommIdHex(state.id), ranks.status().ToString());
+    if (!state.exchanged.HasBeenNotified()) state.exchanged.Notify();
     return;
   }
   const CommPeers* p = links_->Publish(state, state.rank, *std::move(ranks), *engine_);
+  // The chunk size from the records alone: the same on every rank.
+  double slowest_gbps = 0;
+  for (const topo::PeerIdentity& id : p->ranks) {
+    if (id.nic_gbps > 0 && (slowest_gbps == 0 || id.nic_gbps < slowest_gbps)) slowest_gbps = id.nic_gbps;
+  }
+  const uint64_t chunk = sched::CommChunkBytes(chunk_fixed_bytes_, chunk_ns_, chunk_min_bytes_, p->hosts,
+                                               slowest_gbps * 1e9 / 8);
+  uint64_t unset = CommState::kChunkBytesUnset;
+  state.chunk_bytes.compare_exchange_strong(unset, chunk, std::memory_order_acq_rel);
+  if (!state.exchanged.HasBeenNotified()) state.exchanged.Notify();
   std::vector<std::string> hosts, nics;
   for (const topo::PeerIdentity& id : p->ranks) {
     hosts.push_back(id.host);
     nics.push_back(id.nic.empty() ? "-" : id.nic);
   }
   TRIRACE_INFO(TOPO, "comm %d id %s: peers of rank %d: hosts [%s], nics [%s]; %d host(s), a collective crosses %d "
-               "link(s)", state.index, CommIdHex(state.id), state.rank, absl::StrJoin(hosts, " "),
-               absl::StrJoin(nics, " "), p->hosts, p->ring.size());
+               "link(s); chunks of %d bytes (slowest NIC %.3g Gbit/s)", state.index, CommIdHex(state.id), state.rank,
+               absl::StrJoin(hosts, " "), absl::StrJoin(nics, " "), p->hosts, p->ring.size(), chunk, slowest_gbps);
 }
 
 }  // namespace trirace::interpose

@@ -15,6 +15,7 @@
 #include "common/logging.h"
 #include "common/params.h"
 #include "interpose/engine_factory.h"
+#include "scheduler/chunk_planner.h"
 
 namespace trirace::interpose {
 
@@ -66,16 +67,23 @@ absl::StatusOr<std::unique_ptr<GatedLauncher>> GatedLauncher::Create(const RealN
   l->watchdog_ = std::make_unique<GateWatchdog>(
       l->engine_->options().max_hold_ns, [](GateTicket* t) { MarkRelease(t, sched::ReleaseReason::kMaxHold); });
   if (absl::Status s = l->watchdog_->Start(); !s.ok()) return s;
-  l->chunk_bytes_ = static_cast<uint64_t>(ParamInt(ParamId::kChunkBytes));
+  l->chunk_fixed_bytes_ = static_cast<uint64_t>(ParamInt(ParamId::kChunkBytes));
+  l->chunk_ns_ = ParamInt(ParamId::kChunkUs) * 1000;
+  l->chunk_min_bytes_ = static_cast<uint64_t>(ParamInt(ParamId::kChunkMinBytes));
+  l->unagreed_chunk_bytes_ = sched::CommChunkBytes(l->chunk_fixed_bytes_, l->chunk_ns_, l->chunk_min_bytes_, 1, 0);
   std::string bad;
   l->excluded_roles_ = ParseExcludedRoles(ParamString(ParamId::kExcludeRoles), &bad);
   if (!bad.empty()) {
     TRIRACE_WARN(INTERPOSE, "TRIRACE_EXCLUDE_ROLES=\"%s\": unknown role(s) %s ignored; accepted: data-parallel, "
                  "pipeline, tensor, expert, unknown", ParamString(ParamId::kExcludeRoles), bad);
   }
-  TRIRACE_INFO(INTERPOSE, "schedule mode: gated launch on the %s device backend, policy %s, hold bound %d us, "
-               "chunks above %d bytes", l->dev_.name(), std::string(l->engine_->policy_name()),
-               l->engine_->options().max_hold_ns / 1000, l->chunk_bytes_);
+  TRIRACE_INFO(INTERPOSE, "schedule mode: gated launch on the %s device backend, policy %s, hold bound %d us "
+               "(or %.0f%% of the iteration period), chunks of %s", l->dev_.name(),
+               std::string(l->engine_->policy_name()), l->engine_->options().max_hold_ns / 1000,
+               100 * l->engine_->options().max_hold_fraction,
+               l->chunk_fixed_bytes_ > 0 ? absl::StrCat(l->chunk_fixed_bytes_, " bytes")
+               : l->chunk_ns_ == 0       ? std::string("none")
+                                         : absl::StrCat(l->chunk_ns_ / 1000, " us of wire time per comm"));
   return l;
 }
 
@@ -159,7 +167,7 @@ bool GatedLauncher::Submit(GateTicket* t, sched::TaskSpec spec, int64_t call_ns)
     Arrive(t, GateTicket::kWatched);
     return true;
   }
-  watchdog_->Watch(t->lane, t, call_ns);
+  watchdog_->Watch(t->lane, t, call_ns, engine_->hold_bound_ns());
   return false;
 }
 

@@ -117,7 +117,9 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   absl::string_view name() const override { return "gated"; }
   void BeginIteration(int64_t iteration) override;
   // Runs the peer exchange (peer_exchange.h) on each blocking comm of more
-  // than one rank, in one real group when there are several.
+  // than one rank, in one real group when there are several, and waits for
+  // it: the comm's chunk size comes from the exchanged records, so it must
+  // be known before the application's first operation on the comm.
   void CommsReady(std::span<CommState* const> states) override;
   void Shutdown() override;
 
@@ -175,7 +177,12 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   std::unique_ptr<sched::Engine> engine_;
   std::unique_ptr<PeerExchange> exchange_;  // nullptr: TRIRACE_PEER_EXCHANGE=0
   std::unique_ptr<GateWatchdog> watchdog_;
-  uint64_t chunk_bytes_ = 0;
+  uint64_t chunk_fixed_bytes_ = 0;  // TRIRACE_CHUNK_BYTES
+  int64_t chunk_ns_ = 0;            // TRIRACE_CHUNK_US
+  uint64_t chunk_min_bytes_ = 0;    // TRIRACE_CHUNK_MIN_BYTES
+  uint64_t unagreed_chunk_bytes_ = 0;  // for comms without exchanged records
+  // The chunk size of ops on `state`.
+  uint64_t ChunkBytesOf(const CommState* state) const;
   uint32_t excluded_roles_ = 0;
   std::atomic<bool> failed_{false};
   std::atomic<bool> shut_down_{false};

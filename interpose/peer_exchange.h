@@ -16,8 +16,13 @@
 //     group, right after the application's outermost ncclGroupEnd returned
 //     ncclSuccess.
 // A host function queued behind the all-gather decodes the records and
-// publishes the comm's peers; nothing waits for it. Until it ran, the comm's
-// ops are charged this rank's NIC, as before the topology existed.
+// publishes the comm's peers; the launcher waits for it before the creating
+// call (or the group end) returns, because the comm's chunk size is agreed
+// from the records (scheduler/chunk_planner.h) and must be known before the
+// application's first operation. The wait is as long as comm creation
+// itself: every rank issues its all-gather on returning from the same
+// creating call. A rank that never issues its part (the local failure
+// below) leaves the others waiting, with a WARN every 10 s naming the comm.
 //
 // Why this never changes the application's NCCL call order and cannot
 // deadlock: the all-gather is the first operation on its comm on every rank,

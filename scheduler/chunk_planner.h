@@ -3,9 +3,21 @@
 //
 // Every rank of a communicator must issue the same sequence of NCCL calls,
 // so the split may depend only on what every rank knows identically: the
-// collective, its element count, the element size and the chunk size
-// (TRIRACE_CHUNK_BYTES, which must be set the same on every rank). It never
-// depends on timing, occupancy or the policy.
+// collective, its element count, the element size and the comm's chunk
+// size. It never depends on timing, occupancy or the policy.
+//
+// The chunk size (CommChunkBytes) is wire time, agreed once per comm: about
+// chunk_ns (TRIRACE_CHUNK_US) at the rate of the slowest NIC among the
+// comm's ranks, at least min_bytes (TRIRACE_CHUNK_MIN_BYTES), from the
+// identity records the ranks exchanged at comm creation
+// (interpose/peer_exchange.h). Those records are the same bytes on every
+// rank, the launcher waits for them before the comm is handed to the
+// application, and the rule reads nothing else: so every rank plans with
+// the same size even where the ranks' own NICs run at different rates. A
+// comm whose ranks share one host (no NIC crossed) or that was not
+// exchanged uses kUnagreedChunkBytes, a constant; a non-zero fixed size
+// (TRIRACE_CHUNK_BYTES, which must then be the same on every rank)
+// replaces the rule on every comm.
 //
 // The rule (PlanChunks):
 //   - Only AllReduce, Reduce and Broadcast (and Bcast) are split (their output is
@@ -56,6 +68,16 @@ struct ChunkPlan {
   bool split() const { return chunks.size() > 1; }
   bool operator==(const ChunkPlan&) const = default;
 };
+
+// The chunk size of a comm without agreed records, the same on every rank.
+inline constexpr uint64_t kUnagreedChunkBytes = 4ull << 20;
+
+// What the rule gives: `fixed_bytes` when non-zero; else 0 (never split)
+// when chunk_ns is 0; else kUnagreedChunkBytes when `hosts` <= 1 or no rate
+// is known (slowest_nic_bytes_per_s <= 0); else max(min_bytes, chunk_ns of
+// wire time at slowest_nic_bytes_per_s), rounded down to kChunkGranuleBytes.
+uint64_t CommChunkBytes(uint64_t fixed_bytes, int64_t chunk_ns, uint64_t min_bytes, int hosts,
+                        double slowest_nic_bytes_per_s);
 
 // The plan for `count` elements of `dtype_size` bytes each (dtype_size >= 1;
 // 0 is treated as 1). A zero-count op is one empty chunk, so the launcher

@@ -16,12 +16,14 @@ constexpr int64_t kPeriodSmoothing = 4;
 EngineOptions EngineOptions::FromParams() {
   EngineOptions o;
   o.max_hold_ns = ParamInt(ParamId::kMaxHoldUs) * 1000;
+  o.max_hold_fraction = ParamDouble(ParamId::kMaxHoldFraction);
   o.occupancy_period_ns = ParamInt(ParamId::kOccupancyPeriodUs) * 1000;
   return o;
 }
 
 Engine::Engine(std::unique_ptr<Policy> policy, GateOpener* opener, EngineOptions options)
     : options_(options), policy_(std::move(policy)), opener_(opener), poll_interval_ns_(options.min_poll_ns) {
+  hold_bound_ns_.store(options_.max_hold_ns, std::memory_order_relaxed);
   if (options_.start_thread) {
     thread_ = std::thread([this] { ThreadMain(); });
     thread_handle_ = thread_.native_handle();
@@ -126,6 +128,10 @@ void Engine::BeginIteration(int64_t iteration) {
     }
     iteration_.current = iteration;
     iteration_.start_ns = now;
+    if (options_.max_hold_ns > 0 && options_.max_hold_fraction > 0 && iteration_.period_ns > 0) {
+      const auto share = static_cast<int64_t>(options_.max_hold_fraction * static_cast<double>(iteration_.period_ns));
+      hold_bound_ns_.store(std::max(options_.max_hold_ns, share), std::memory_order_relaxed);
+    }
     return true;
   });
 }

@@ -25,9 +25,12 @@
 // sampling. A pass that released anything is repeated at once, so the next
 // task of each comm is considered in the same round.
 //
-// Hold bound: a task held for max_hold_ns (TRIRACE_MAX_HOLD_US) is released
-// with reason kMaxHold by the engine itself, whatever the policy does,
-// on the first pass at or after that time. With the thread running (or
+// Hold bound: a task held for hold_bound_ns() is released with reason
+// kMaxHold by the engine itself, whatever the policy does, on the first pass
+// at or after that time. The bound is max_hold_ns (TRIRACE_MAX_HOLD_US)
+// until an iteration period is known, then the larger of max_hold_ns and
+// max_hold_fraction (TRIRACE_MAX_HOLD_FRACTION) of the smoothed period: a
+// share of the step, so that it means the same on slow and fast links. With the thread running (or
 // Step() called at the time it returned) that pass happens at the bound.
 //
 // Engine thread and its CPU cost (adaptive waiting; never spins):
@@ -117,11 +120,13 @@ class CompletionPoller {
 struct EngineOptions {
   const Clock* clock = &RealClock::Get();  // must outlive the engine
   int64_t max_hold_ns = 5'000'000;         // 0: nothing is ever held
+  double max_hold_fraction = 0;            // of the iteration period; 0: max_hold_ns alone
   bool start_thread = true;                // false: the caller drives Step()
   int64_t min_poll_ns = 20'000;
   int64_t max_poll_ns = 1'000'000;
   int64_t occupancy_period_ns = 2'000'000;
-  // TRIRACE_MAX_HOLD_US, TRIRACE_OCCUPANCY_PERIOD_US; the rest as above.
+  // TRIRACE_MAX_HOLD_US, TRIRACE_MAX_HOLD_FRACTION, TRIRACE_OCCUPANCY_PERIOD_US;
+  // the rest as above.
   static EngineOptions FromParams();
 };
 
@@ -192,6 +197,8 @@ class Engine {
   size_t running_count() const;
   std::string_view policy_name() const { return policy_->name(); }
   const EngineOptions& options() const { return options_; }
+  // The hold bound now (see the header comment). Lock-free.
+  int64_t hold_bound_ns() const { return hold_bound_ns_.load(std::memory_order_relaxed); }
 
  private:
   // The sequence every public change follows (engine.cc): lock, `change`
@@ -246,6 +253,7 @@ class Engine {
   bool sampling_ ABSL_GUARDED_BY(mu_) = false;  // an occupancy reader is set
   int64_t next_sample_ns_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<TaskId> next_id_{1};
+  std::atomic<int64_t> hold_bound_ns_;  // written under mu_
   uint64_t submit_seq_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t policy_wake_ns_ ABSL_GUARDED_BY(mu_) = kNeverNs;
   int64_t poll_interval_ns_ ABSL_GUARDED_BY(mu_);

@@ -23,7 +23,7 @@ void Engine::PassLocked(int64_t now, std::vector<ReleasedTask>* out) {
     view.links = links_.Snapshot();
     view.inflight_bytes = links_.inflight();
     view.iteration = iteration_;
-    view.max_hold_ns = options_.max_hold_ns;
+    view.max_hold_ns = hold_bound_ns();
     decision_.Clear();
     policy_->Decide(view, &decision_);
     ++stats_.passes;
@@ -40,7 +40,8 @@ void Engine::PassLocked(int64_t now, std::vector<ReleasedTask>* out) {
   }
   // The bound, whatever the policy said. pending_ is in enqueue order.
   size_t expired = 0;
-  while (expired < pending_.size() && now - pending_[expired]->enqueue_ns >= options_.max_hold_ns) {
+  const int64_t bound = hold_bound_ns();
+  while (expired < pending_.size() && now - pending_[expired]->enqueue_ns >= bound) {
     ReleaseLocked(tasks_.at(pending_[expired]->id).get(), ReleaseReason::kMaxHold, now, out);
     ++expired;
   }

@@ -21,7 +21,7 @@ int64_t ThreadCpuNs(clockid_t cid) {
 int64_t Engine::WantedWakeLocked(int64_t now) const {
   int64_t wake = policy_wake_ns_;
   if (!pending_.empty()) {
-    wake = std::min(wake, pending_.front()->enqueue_ns + options_.max_hold_ns);
+    wake = std::min(wake, pending_.front()->enqueue_ns + hold_bound_ns());
     if (sampling_) wake = std::min(wake, std::max(next_sample_ns_, now));
   }
   if (poller_ != nullptr && !running_.empty()) wake = std::min(wake, now + poll_interval_ns_);

@@ -14,4 +14,9 @@ double LinkState::ForeignFraction() const {
   return foreign_bytes_per_s / capacity_bytes_per_s;
 }
 
+uint64_t WireBytes(int64_t ns, double bytes_per_s, uint64_t fallback) {
+  if (bytes_per_s <= 0) return fallback;
+  return static_cast<uint64_t>(static_cast<double>(ns) * bytes_per_s / 1e9);
+}
+
 }  // namespace trirace::sched

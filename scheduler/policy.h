@@ -119,6 +119,10 @@ class Policy {
   virtual void OnTaskDone(TaskId /*id*/) {}
 };
 
+// `ns` of wire time at `bytes_per_s`, in bytes; `fallback` when the rate is
+// unknown (0). The policies size their limits in time with it.
+uint64_t WireBytes(int64_t ns, double bytes_per_s, uint64_t fallback);
+
 }  // namespace trirace::sched
 
 #endif  // TRIRACE_SCHEDULER_POLICY_H_

@@ -20,8 +20,14 @@ int64_t LayerKey(const Task& t) {
 
 PriorityPolicyConfig PriorityPolicyConfig::FromParams() {
   PriorityPolicyConfig c;
+  c.window_ns = ParamInt(ParamId::kPriorityWindowUs) * 1000;
   c.window_bytes = static_cast<uint64_t>(ParamInt(ParamId::kPriorityWindowBytes));
   return c;
+}
+
+uint64_t PriorityPolicyConfig::WindowBytes(double bytes_per_s) const {
+  if (window_bytes > 0) return window_bytes;
+  return std::max<uint64_t>(1, WireBytes(window_ns, bytes_per_s, kFallbackWindowBytes));
 }
 
 void PriorityPolicy::Decide(const SchedulerView& view, Decision* out) {
@@ -36,7 +42,15 @@ void PriorityPolicy::Decide(const SchedulerView& view, Decision* out) {
   });
   uint64_t inflight = std::accumulate(view.inflight_bytes.begin(), view.inflight_bytes.end(), uint64_t{0});
   for (const Task* t : candidates_) {
-    if (inflight != 0 && inflight + t->spec.bytes > config_.window_bytes) break;
+    double slowest = 0;
+    for (LinkId id : t->spec.links) {
+      const LinkState* link = view.Link(id);
+      if (link != nullptr && link->capacity_bytes_per_s > 0 &&
+          (slowest == 0 || link->capacity_bytes_per_s < slowest)) {
+        slowest = link->capacity_bytes_per_s;
+      }
+    }
+    if (inflight != 0 && inflight + t->spec.bytes > config_.WindowBytes(slowest)) break;
     out->releases.push_back({t->id, ReleaseReason::kPriority});
     inflight += t->spec.bytes;
   }

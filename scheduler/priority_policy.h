@@ -6,10 +6,15 @@
 //
 //   order   tag priority, larger first (unset counts as lowest); then layer,
 //           front (0) first (unset last); then submission order.
-//   window  a task is released while inflight + task bytes <=
-//           window_bytes (TRIRACE_PRIORITY_WINDOW_BYTES), or when nothing
-//           is in flight (so a task larger than the window still runs).
-//           The first task that does not fit stops the pass: strict order.
+//   window  a task is released while inflight + task bytes <= the
+//           window, or when nothing is in flight (so a task larger than
+//           the window still runs). The first task that does not fit stops
+//           the pass: strict order. The window is window_ns
+//           (TRIRACE_PRIORITY_WINDOW_US) of wire time at the slowest
+//           capacity among the links the task crosses, so that the baseline
+//           is sized for the link as trirace's limits are (ByteScheduler
+//           tuned its credit per setup); window_bytes
+//           (TRIRACE_PRIORITY_WINDOW_BYTES), when non-zero, replaces it.
 //
 // Only the head of each communicator is a candidate (per-comm order is
 // fixed; see policy.h). Tasks held past the engine's bound are released by
@@ -27,9 +32,13 @@
 namespace trirace::sched {
 
 struct PriorityPolicyConfig {
-  uint64_t window_bytes = 16ull << 20;
-  // From TRIRACE_PRIORITY_WINDOW_BYTES.
+  int64_t window_ns = 7'000'000;
+  uint64_t window_bytes = 0;  // non-zero: this many bytes instead of window_ns
+  static constexpr uint64_t kFallbackWindowBytes = 16ull << 20;  // no link of known capacity
+  // From TRIRACE_PRIORITY_WINDOW_US and TRIRACE_PRIORITY_WINDOW_BYTES.
   static PriorityPolicyConfig FromParams();
+  // The window for a task whose slowest link has `bytes_per_s` (0 = unknown).
+  uint64_t WindowBytes(double bytes_per_s) const;
 };
 
 class PriorityPolicy final : public Policy {

@@ -17,12 +17,24 @@ int64_t PriorityKey(const Task& t) {
 
 }  // namespace
 
+uint64_t TriracePolicyConfig::WindowBytes(double capacity_bytes_per_s) const {
+  if (dense_window_bytes > 0) return dense_window_bytes;
+  return std::max<uint64_t>(1, WireBytes(dense_window_ns, capacity_bytes_per_s, kFallbackWindowBytes));
+}
+
+uint64_t TriracePolicyConfig::CreditBytes(double capacity_bytes_per_s) const {
+  if (dense_credit_bytes > 0) return dense_credit_bytes;
+  if (dense_credit_ns <= 0) return 0;
+  return WireBytes(dense_credit_ns, capacity_bytes_per_s, kFallbackCreditBytes);
+}
+
 TriracePolicyConfig TriracePolicyConfig::FromParams() {
   TriracePolicyConfig c;
+  c.dense_window_ns = ParamInt(ParamId::kDenseWindowUs) * 1000;
+  c.dense_credit_ns = ParamInt(ParamId::kDenseCreditUs) * 1000;
   c.dense_window_bytes = static_cast<uint64_t>(ParamInt(ParamId::kDenseWindowBytes));
   c.dense_credit_bytes = static_cast<uint64_t>(ParamInt(ParamId::kDenseCreditBytes));
   c.deadline_slack_ns = ParamInt(ParamId::kDeadlineSlackUs) * 1000;
-  c.max_hold_ns = ParamInt(ParamId::kMaxHoldUs) * 1000;
   c.foreign_headroom = ParamDouble(ParamId::kForeignHeadroom);
   c.wire_class_priority = NetClassPriorityEnabled();
   return c;
@@ -45,8 +57,8 @@ bool TriracePolicy::DenseFits(const Task& task, const SchedulerView& view, bool*
     if (link == nullptr) continue;
     // [R3] SPARSE counts here; [R10] not when the wire orders the classes.
     const bool higher = !config_.wire_class_priority && link->HigherClassActive();  // [R10]
-    double limit = static_cast<double>(higher ? config_.dense_credit_bytes    // [R5]
-                                              : config_.dense_window_bytes);  // [R4]
+    double limit = static_cast<double>(higher ? config_.CreditBytes(link->capacity_bytes_per_s)    // [R5], [R11]
+                                              : config_.WindowBytes(link->capacity_bytes_per_s));  // [R4], [R11]
     const bool fresh = link->occupancy_ns >= 0 &&
                        view.now_ns - link->occupancy_ns <= config_.occupancy_max_age_ns;
     if (fresh && link->capacity_bytes_per_s > 0 && config_.foreign_headroom < 1) {

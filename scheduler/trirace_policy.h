@@ -15,14 +15,21 @@
 //        ([R5]).
 //   [R4] DENSE into gaps: a DENSE task may go when, on every link it
 //        crosses, no P2P/SPARSE/OTHER task is running or held, and the
-//        link's DENSE bytes in flight plus the task's stay within
-//        dense_window_bytes (TRIRACE_DENSE_WINDOW_BYTES) (dense-gap). A
-//        task larger than the window goes alone when no DENSE is in flight
-//        there. A task that crosses no modelled link is always in a gap.
+//        link's DENSE bytes in flight plus the task's stay within the
+//        link's window (dense-gap). A task larger than the window goes
+//        alone when no DENSE is in flight there. A task that crosses no
+//        modelled link is always in a gap.
 //   [R5] Credit: on a link where a higher class is active, DENSE may still
 //        go while the link's DENSE bytes in flight plus the task's stay
-//        within dense_credit_bytes (TRIRACE_DENSE_CREDIT_BYTES)
-//        (dense-credit). 0 disables the credit.
+//        within the link's credit (dense-credit). A credit of 0 disables it.
+//   [R11] Limits in wire time: a link's window and credit are
+//        dense_window_ns (TRIRACE_DENSE_WINDOW_US) and dense_credit_ns
+//        (TRIRACE_DENSE_CREDIT_US) of wire time at the link's capacity, so
+//        the same defaults hold DENSE back by the same milliseconds on a
+//        300 Mbit/s link and on a 400 Gbit/s one. A non-zero
+//        dense_window_bytes / dense_credit_bytes (TRIRACE_DENSE_*_BYTES)
+//        is used on every link instead; a link of unknown capacity uses
+//        kFallbackWindowBytes / kFallbackCreditBytes.
 //   [R6] Deadline: a DENSE task whose deadline is within deadline_slack_ns
 //        (TRIRACE_DEADLINE_SLACK_US) is released whatever the links say
 //        (deadline). The deadline is the task's explicit hint if it has one;
@@ -35,10 +42,12 @@
 //        then submission order; a candidate that does not fit does not stop
 //        later, smaller ones on other links. Only comm heads are candidates
 //        (policy.h).
-//   [R8] Max hold: any task held for max_hold_ns (TRIRACE_MAX_HOLD_US) is
-//        released (max-hold). The engine enforces the same bound for every
-//        policy; this rule makes the policy itself correct in isolation and
-//        schedules its wake-up.
+//   [R8] Max hold: any task held for the hold bound is released
+//        (max-hold): max_hold_ns when set, else the engine's bound
+//        (engine.h: TRIRACE_MAX_HOLD_US or TRIRACE_MAX_HOLD_FRACTION of the
+//        iteration period, whichever is longer). The engine enforces it for
+//        every policy; this rule makes the policy itself correct in
+//        isolation and schedules its wake-up.
 //   [R9] Foreign-occupancy headroom: on a link with a fresh occupancy
 //        sample (younger than occupancy_max_age_ns) and a known capacity,
 //        DENSE keeps foreign_headroom (TRIRACE_FOREIGN_HEADROOM, a fraction
@@ -65,19 +74,29 @@
 namespace trirace::sched {
 
 struct TriracePolicyConfig {
-  uint64_t dense_window_bytes = 16ull << 20;  // [R4]
-  uint64_t dense_credit_bytes = 4ull << 20;   // [R5]
+  int64_t dense_window_ns = 7'000'000;  // [R4], [R11]
+  int64_t dense_credit_ns = 2'000'000;  // [R5], [R11]
+  uint64_t dense_window_bytes = 0;      // [R11]: non-zero replaces dense_window_ns on every link
+  uint64_t dense_credit_bytes = 0;      // [R11]: non-zero replaces dense_credit_ns on every link
   int64_t deadline_slack_ns = 1'000'000;      // [R6]
   int64_t max_hold_ns = 0;                    // [R8]; 0 = the engine's bound
   double foreign_headroom = 0.1;              // [R9], in [0, 1]
   int64_t occupancy_max_age_ns = 100'000'000; // [R9]: older samples are ignored
   bool wire_class_priority = false;           // [R10]
 
-  // From TRIRACE_DENSE_WINDOW_BYTES, TRIRACE_DENSE_CREDIT_BYTES,
-  // TRIRACE_DEADLINE_SLACK_US, TRIRACE_MAX_HOLD_US, TRIRACE_FOREIGN_HEADROOM,
-  // and NetClassPriorityEnabled() for wire_class_priority.
+  // From TRIRACE_DENSE_WINDOW_US / _BYTES, TRIRACE_DENSE_CREDIT_US / _BYTES,
+  // TRIRACE_DEADLINE_SLACK_US, TRIRACE_FOREIGN_HEADROOM, and
+  // NetClassPriorityEnabled() for wire_class_priority. The hold bound is
+  // the engine's (max_hold_ns stays 0).
   static TriracePolicyConfig FromParams();
+
+  // [R11] A link's window and credit in bytes.
+  static constexpr uint64_t kFallbackWindowBytes = 16ull << 20;
+  static constexpr uint64_t kFallbackCreditBytes = 4ull << 20;
+  uint64_t WindowBytes(double capacity_bytes_per_s) const;
+  uint64_t CreditBytes(double capacity_bytes_per_s) const;
 };
+
 
 class TriracePolicy final : public Policy {
  public:

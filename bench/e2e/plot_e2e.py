@@ -35,7 +35,7 @@ import statistics
 import sys
 
 CLASS_COLOURS = {"P2P": "#d62728", "DENSE": "#1f77b4", "SPARSE": "#2ca02c"}
-MODE_ORDER = ["none", "off", "fifo", "priority", "trirace"]
+MODE_ORDER = ["none", "off", "fifo", "priority", "wire", "gate", "trirace"]
 
 
 def load_results(path):

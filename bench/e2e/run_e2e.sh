@@ -20,10 +20,13 @@
 # 0. Each gives two rows, <preset>/dp and <preset>/pp, one per job; their
 # bounds are the job's own (the other job's traffic left out).
 #
-# Modes (comma list, default off,fifo,priority,trirace):
+# Modes (comma list, default off,fifo,priority,wire,gate,trirace):
 #   none      no shim loaded
 #   off       libtrirace.so preloaded, TRIRACE_MODE=off
 #   fifo | priority | trirace   TRIRACE_MODE=schedule TRIRACE_POLICY=<mode>
+#   wire      off with TRIRACE_NET_CLASS_PRIORITY=on: no gating, class
+#             priority on the wire (what NIC QoS alone gives)
+#   gate      trirace with TRIRACE_NET_CLASS_PRIORITY=off: the scheduler alone
 #   LABEL     a --variant: MODE with extra variables for its ranks only, so
 #             that a setting is compared side by side, in the same
 #             repetitions, e.g. --variant trirace-nocp=trirace,TRIRACE_NET_CLASS_PRIORITY=off
@@ -57,7 +60,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-build="$root/build" reps=3 hosts=4 per_host=2 rate=300mbit mtu=9000 nics="" modes=off,fifo,priority,trirace out="" loopback=0
+build="$root/build" reps=3 hosts=4 per_host=2 rate=300mbit mtu=9000 nics="" modes=off,fifo,priority,wire,gate,trirace out="" loopback=0
 prio=1 report=0
 user_env=()
 variant_labels=() variant_base=() variant_envs=()
@@ -83,13 +86,13 @@ while [ $# -gt 0 ]; do
       [[ ${2:-} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || { echo "run_e2e: --env '${2:-}': expected NAME=VALUE" >&2; exit 2; }
       user_env+=(--env "$2"); shift 2 ;;
     --variant)
-      [[ ${2:-} =~ ^([a-z][a-z0-9-]*)=(none|off|fifo|priority|trirace)((,[A-Za-z_][A-Za-z0-9_]*=[^,]*)+)$ ]] || {
+      [[ ${2:-} =~ ^([a-z][a-z0-9-]*)=(none|off|fifo|priority|wire|gate|trirace)((,[A-Za-z_][A-Za-z0-9_]*=[^,]*)+)$ ]] || {
         echo "run_e2e: --variant '${2:-}': expected LABEL=MODE,NAME=VALUE[,NAME=VALUE]... (LABEL: lower case," \
-          "digits, '-'; MODE: none, off, fifo, priority or trirace; values without commas)" >&2
+          "digits, '-'; MODE: none, off, fifo, priority, wire, gate or trirace; values without commas)" >&2
         exit 2
       }
       case ${BASH_REMATCH[1]} in
-        none | off | observe | fifo | priority | trirace)
+        none | off | observe | fifo | priority | wire | gate | trirace)
           echo "run_e2e: --variant '$2': the label must not be a mode's name" >&2; exit 2 ;;
       esac
       variant_labels+=("${BASH_REMATCH[1]}") variant_base+=("${BASH_REMATCH[2]}")
@@ -143,9 +146,9 @@ for m in "${mode_list[@]}"; do
   [ -n "$v" ] && base=${variant_base[$v]}
   case $base in
     none) runnable+=("$m") ;;
-    off | fifo | priority | trirace)
+    off | fifo | priority | wire | gate | trirace)
       if [ -e "$shim" ]; then runnable+=("$m"); else echo "run_e2e: mode $m skipped: $shim not built" >&2; fi ;;
-    *) echo "run_e2e: --modes: '$m' is not one of none, off, fifo, priority, trirace or a --variant" >&2; exit 2 ;;
+    *) echo "run_e2e: --modes: '$m' is not one of none, off, fifo, priority, wire, gate, trirace or a --variant" >&2; exit 2 ;;
   esac
 done
 [ ${#runnable[@]} -gt 0 ] || { echo "run_e2e: no mode can run" >&2; exit 1; }
@@ -215,6 +218,8 @@ mode_env() {
   case $1 in
     none) ;;
     off) printf '%s\n' "LD_PRELOAD=$shim" "TRIRACE_MODE=$([ -n "${2:-}" ] && echo observe || echo off)" ;;
+    wire) mode_env off "${2:-}"; echo TRIRACE_NET_CLASS_PRIORITY=on ;;
+    gate) mode_env trirace "${2:-}"; echo TRIRACE_NET_CLASS_PRIORITY=off ;;
     *) printf '%s\n' "LD_PRELOAD=$shim" TRIRACE_MODE=schedule "TRIRACE_POLICY=$1" ;;
   esac
 }

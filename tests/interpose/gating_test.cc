@@ -385,7 +385,7 @@ TEST(GateWatchdog, OpensAGateTheEngineNeverOpens) {
                                    &passed)
                   .ok());
   const int64_t call = MonotonicNs();
-  watchdog.Watch(lane->get(), t, call);
+  watchdog.Watch(lane->get(), t, call, kBoundNs);
   ASSERT_TRUE(passed.WaitForNotificationWithTimeout(absl::Seconds(30))) << "the gate never opened";
   const int64_t waited = MonotonicNs() - call;
   EXPECT_EQ(expired.load(), 1);

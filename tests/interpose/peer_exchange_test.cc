@@ -30,7 +30,8 @@ constexpr int kRanks = 4;
 const std::vector<std::string> kUnset = {"LD_PRELOAD",          "TRIRACE_MODE",         "TRIRACE_TRACE",
                                          "TRIRACE_NCCL_LIBRARY", "TRIRACE_DEBUG",        "TRIRACE_DEBUG_FILE",
                                          "TRIRACE_DEBUG_SUBSYS", "NCCL_NET_PLUGIN",      "TRIRACE_POLICY",
-                                         "TRIRACE_HOST_ID",      "TRIRACE_PEER_EXCHANGE", "TRIRACE_TOPO_FILE"};
+                                         "TRIRACE_HOST_ID",      "TRIRACE_PEER_EXCHANGE", "TRIRACE_TOPO_FILE",
+                                         "TRIRACE_NIC_GBPS",     "TRIRACE_CHUNK_US",     "TRIRACE_CHUNK_BYTES"};
 
 class PeerExchangeTest : public ::testing::Test {
  protected:
@@ -38,13 +39,16 @@ class PeerExchangeTest : public ::testing::Test {
     if (!std::filesystem::exists(HOSTCCL_LIBRARY)) GTEST_SKIP() << "hostccl is not built: " << HOSTCCL_LIBRARY;
   }
 
-  // Ranks 0, 1 on host `a`, ranks 2, 3 on `b`.
+  // Ranks 0, 1 on host `a`, ranks 2, 3 on `b`; `per_rank[r]` ("K=V"), if
+  // given, is one more variable of rank r alone.
   static std::vector<ProcessResult> Run(std::vector<std::pair<std::string, std::string>> env,
-                                        const std::string& a = "hA", const std::string& b = "hB") {
+                                        const std::string& a = "hA", const std::string& b = "hB",
+                                        std::vector<std::string> per_rank = {}) {
     RankJob job;
     job.nranks = kRanks;
-    job.argv = [a, b](int rank) {
-      return std::vector<std::string>{"/usr/bin/env", "TRIRACE_HOST_ID=" + (rank < 2 ? a : b),
+    per_rank.resize(kRanks, "TRIRACE_PEER_RANK_UNUSED=1");
+    job.argv = [a, b, per_rank](int rank) {
+      return std::vector<std::string>{"/usr/bin/env", "TRIRACE_HOST_ID=" + (rank < 2 ? a : b), per_rank[rank],
                                       PEER_RANKS, "--lib", HOSTCCL_LIBRARY, "--rank", std::to_string(rank),
                                       "--nranks", std::to_string(kRanks)};
     };
@@ -91,6 +95,35 @@ TEST_F(PeerExchangeTest, EveryBlockingCommLearnsTheHostOfEachRank) {
     EXPECT_THAT(ranks[r].err, Not(HasSubstr("peer exchange failed")));
     EXPECT_THAT(ranks[r].err, Not(HasSubstr("not issued")));
   }
+}
+
+// The chunk size is agreed from the exchanged records (chunk_planner.h):
+// ranks whose own NICs run at 10, 20, 30 and 40 Gbit/s all plan with the
+// slowest, 2 ms of 10 Gbit/s, on every comm that spans both hosts; the
+// split pairs r with r + 2, so its slowest NIC is rank 0's or rank 1's.
+TEST_F(PeerExchangeTest, RanksWithDifferentNicRatesAgreeOnTheChunkSize) {
+  const std::vector<ProcessResult> ranks =
+      Run({{"TRIRACE_MODE", "schedule"}, {"TRIRACE_CHUNK_US", "2000"}}, "hA", "hB",
+          {"TRIRACE_NIC_GBPS=10", "TRIRACE_NIC_GBPS=20", "TRIRACE_NIC_GBPS=30", "TRIRACE_NIC_GBPS=40"});
+  ExpectAllCommsRight(ranks);
+  static const std::regex kChunk(R"(hosts \[([^\]]*)\].*chunks of (\d+) bytes \(slowest NIC ([0-9.]+) Gbit/s\))");
+  std::vector<std::string> world_chunks;
+  for (int r = 0; r < kRanks; ++r) {
+    int comms = 0;
+    const std::string& log = ranks[r].err;
+    for (std::sregex_iterator it(log.begin(), log.end(), kChunk), end; it != end; ++it, ++comms) {
+      const std::string hosts = (*it)[1], bytes = (*it)[2], gbps = (*it)[3];
+      if (hosts == "hA hB") {
+        EXPECT_EQ(gbps, r % 2 == 0 ? "10" : "20") << "rank " << r;
+      } else {
+        EXPECT_EQ(gbps, "10") << "rank " << r;
+        EXPECT_EQ(bytes, std::to_string(2500000 / 4096 * 4096)) << "2 ms at 10 Gbit/s, whole 4 KiB granules";
+        world_chunks.push_back(bytes);
+      }
+    }
+    EXPECT_EQ(comms, 5) << "rank " << r << ": " << log;
+  }
+  EXPECT_EQ(world_chunks.size(), 4u * kRanks);
 }
 
 TEST_F(PeerExchangeTest, ATopologyFileGivesTheLinksAndABadOneFallsBackWithOneWarning) {

@@ -84,6 +84,7 @@ TriracePolicyConfig StrictTrirace() {
   TriracePolicyConfig c;
   c.dense_window_bytes = 8 * kMiB;
   c.dense_credit_bytes = 0;
+  c.dense_credit_ns = 0;  // no credit
   c.deadline_slack_ns = 1 * kMs;
   c.foreign_headroom = 0.1;
   return c;

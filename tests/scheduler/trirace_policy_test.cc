@@ -103,7 +103,7 @@ TEST(TriracePolicyTest, DenseNeedsEveryLinkItCrosses) {
   EXPECT_EQ(ReasonFor(b.Decide(policy, 10), dense.id), std::nullopt);
 }
 
-// Pins [R5]: `higher ? config_.dense_credit_bytes` and the kDenseCredit
+// Pins [R5]: `higher ? config_.CreditBytes(...)` and the kDenseCredit
 // reason: small DENSE may go beside active P2P, larger DENSE may not.
 TEST(TriracePolicyTest, DenseWithinTheCreditGoesBesideP2P) {
   ViewBuilder b;
@@ -118,6 +118,7 @@ TEST(TriracePolicyTest, DenseWithinTheCreditGoesBesideP2P) {
 
   TriracePolicyConfig no_credit = TestConfig();
   no_credit.dense_credit_bytes = 0;
+  no_credit.dense_credit_ns = 0;
   TriracePolicy strict(no_credit);
   EXPECT_EQ(ReasonFor(b.Decide(strict, 10), small.id), std::nullopt);
 }

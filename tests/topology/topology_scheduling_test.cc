@@ -34,6 +34,7 @@ class TopologySchedulingTest : public ::testing::Test {
     sched::TriracePolicyConfig config;
     config.dense_window_bytes = 64 * kMiB;
     config.dense_credit_bytes = 0;  // no credit: higher-class traffic on a link holds DENSE there
+    config.dense_credit_ns = 0;
     config.max_hold_ns = 1'000'000'000;
     sched::EngineOptions options;
     options.start_thread = false;
