@@ -30,22 +30,18 @@ absl::StatusOr<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Open(absl::string_view
   sym(a.remote_type, "nvmlDeviceGetNvLinkRemoteDeviceType");
   sym(a.field_values, "nvmlDeviceGetFieldValues");
   sym(a.error_string, "nvmlErrorString");
+  // The first required entry point the library lacks, in this order.
   const char* missing = nullptr;
-  if (!sym(a.init, "nvmlInit_v2")) {
-    missing = "nvmlInit_v2";
-  } else if (!sym(a.shutdown, "nvmlShutdown")) {
-    missing = "nvmlShutdown";
-  } else if (!sym(a.count, "nvmlDeviceGetCount_v2")) {
-    missing = "nvmlDeviceGetCount_v2";
-  } else if (!sym(a.handle_by_index, "nvmlDeviceGetHandleByIndex_v2")) {
-    missing = "nvmlDeviceGetHandleByIndex_v2";
-  } else if (!sym(a.pci_info, "nvmlDeviceGetPciInfo_v3")) {
-    missing = "nvmlDeviceGetPciInfo_v3";
-  } else if (!sym(a.link_state, "nvmlDeviceGetNvLinkState")) {
-    missing = "nvmlDeviceGetNvLinkState";
-  } else if (!sym(a.remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2")) {
-    missing = "nvmlDeviceGetNvLinkRemotePciInfo_v2";
-  }
+  const auto need = [&](auto& fn, const char* symbol) {
+    if (!sym(fn, symbol) && missing == nullptr) missing = symbol;
+  };
+  need(a.init, "nvmlInit_v2");
+  need(a.shutdown, "nvmlShutdown");
+  need(a.count, "nvmlDeviceGetCount_v2");
+  need(a.handle_by_index, "nvmlDeviceGetHandleByIndex_v2");
+  need(a.pci_info, "nvmlDeviceGetPciInfo_v3");
+  need(a.link_state, "nvmlDeviceGetNvLinkState");
+  need(a.remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
   if (missing != nullptr) return absl::FailedPreconditionError(absl::StrCat(name, " has no ", missing));
   return lib;
 }

@@ -2,13 +2,12 @@
 
 #include <dlfcn.h>
 
-#include <filesystem>
 #include <string>
-#include <system_error>
 
 #include "absl/base/call_once.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/library_paths.h"
 #include "topology/discovery/hwloc_module.h"
 
 namespace trirace::topo {
@@ -36,16 +35,8 @@ const absl::StatusOr<const TriraceHwlocApiV1*>& DefaultApi() {
 }  // namespace
 
 std::string HwlocModulePath() {
-  std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const std::filesystem::path bin = exe.parent_path();
-    for (const std::filesystem::path& dir : {bin / ".." / "lib", bin / TRIRACE_BIN_TO_LIB}) {
-      std::filesystem::path p = (dir / kTriraceHwlocModule).lexically_normal();
-      if (std::filesystem::exists(p, ec)) return p.string();
-    }
-  }
-  return kTriraceHwlocModule;  // the dynamic linker's search path
+  std::string found = FindLibrary(kTriraceHwlocModule);
+  return found.empty() ? kTriraceHwlocModule : found;  // else the dynamic linker's search path
 }
 
 absl::StatusOr<const TriraceHwlocApiV1*> OpenHwlocModule(const std::string& path) {

@@ -1,13 +1,12 @@
-#include "library_paths.h"
+#include "common/library_paths.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 
-#include "build_info.h"
 
-namespace trirace::tools {
+namespace trirace {
 
 std::vector<std::string> LibrarySearchDirs() {
   std::error_code ec;
@@ -30,4 +29,4 @@ std::string FindLibrary(absl::string_view name) {
   return "";
 }
 
-}  // namespace trirace::tools
+}  // namespace trirace
