@@ -77,6 +77,19 @@ int IterationEnd(int64_t iteration) {
 
 int SchedulerActive() { return Shim::Get().scheduling() ? 1 : 0; }
 
+thread_local int t_new_comm_role = TRIRACE_ROLE_UNKNOWN;
+
+int SetNewCommRole(int role, int* previous) {
+  if (role < TRIRACE_ROLE_UNKNOWN || role > TRIRACE_ROLE_EXPERT) {
+    TRIRACE_WARN(INTERPOSE, "trirace_set_new_comm_role: role %d is not a trirace_role_t (accepted: 0..4); ignored",
+                 role);
+    return TRIRACE_ERR_INVALID;
+  }
+  if (previous != nullptr) *previous = t_new_comm_role;
+  t_new_comm_role = role;
+  return TRIRACE_OK;
+}
+
 const trirace_api_v1_t kApi = {
     .size = sizeof(trirace_api_v1_t),
     .version = TRIRACE_API_VERSION,
@@ -86,6 +99,7 @@ const trirace_api_v1_t kApi = {
     .iteration_begin = IterationBegin,
     .iteration_end = IterationEnd,
     .scheduler_active = SchedulerActive,
+    .set_new_comm_role = SetNewCommRole,
 };
 
 int32_t Pick32(int32_t outer, int32_t inner) { return inner != TRIRACE_UNSET ? inner : outer; }
@@ -133,6 +147,8 @@ trirace_tag_t CurrentTag() {
 }
 
 int TagDepth() { return t_stack.depth; }
+
+int NewCommRole() { return t_new_comm_role; }
 
 const trirace_api_v1_t* AnnotationApi() { return &kApi; }
 

@@ -36,6 +36,9 @@ inline constexpr int kMaxTagDepth = 64;
 trirace_tag_t CurrentTag();
 // Depth of the calling thread's stack.
 int TagDepth();
+// The role the calling thread gives the comms it creates
+// (trirace_set_new_comm_role); TRIRACE_ROLE_UNKNOWN when none.
+int NewCommRole();
 
 // `inner` with every TRIRACE_UNSET field taken from `outer`.
 trirace_tag_t MergeTags(const trirace_tag_t& outer, const trirace_tag_t& inner);

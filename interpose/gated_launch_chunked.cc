@@ -20,7 +20,7 @@ void* Advance(void* p, size_t bytes) { return p == nullptr ? nullptr : static_ca
 ncclResult_t GatedLauncher::LaunchGated(const Op& op, CommLane& lane, const TraceRecord& base) {
   const size_t es = DataTypeSize(op.datatype);
   sched::ChunkPlan plan;
-  if (es != 0 && sched::IsChunkable(op.func)) {
+  if (es != 0 && sched::IsChunkable(op.func) && (chunk_float_reductions_ || SplitIsExact(op))) {
     plan = sched::PlanChunks(op.func, op.count, es, ChunkBytesOf(op.state));
   } else {
     plan.chunks.push_back({0, op.count});

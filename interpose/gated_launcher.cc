@@ -70,6 +70,7 @@ absl::StatusOr<std::unique_ptr<GatedLauncher>> GatedLauncher::Create(const RealN
   l->chunk_fixed_bytes_ = static_cast<uint64_t>(ParamInt(ParamId::kChunkBytes));
   l->chunk_ns_ = ParamInt(ParamId::kChunkUs) * 1000;
   l->chunk_min_bytes_ = static_cast<uint64_t>(ParamInt(ParamId::kChunkMinBytes));
+  l->chunk_float_reductions_ = ParamChoice<ChunkFloatReductions>() == ChunkFloatReductions::kOn;
   l->unagreed_chunk_bytes_ = sched::CommChunkBytes(l->chunk_fixed_bytes_, l->chunk_ns_, l->chunk_min_bytes_, 1, 0);
   std::string bad;
   l->excluded_roles_ = ParseExcludedRoles(ParamString(ParamId::kExcludeRoles), &bad);

@@ -180,6 +180,7 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   uint64_t chunk_fixed_bytes_ = 0;  // TRIRACE_CHUNK_BYTES
   int64_t chunk_ns_ = 0;            // TRIRACE_CHUNK_US
   uint64_t chunk_min_bytes_ = 0;    // TRIRACE_CHUNK_MIN_BYTES
+  bool chunk_float_reductions_ = false;  // TRIRACE_CHUNK_FLOAT_REDUCTIONS=on
   uint64_t unagreed_chunk_bytes_ = 0;  // for comms without exchanged records
   // The chunk size of ops on `state`.
   uint64_t ChunkBytesOf(const CommState* state) const;

@@ -31,4 +31,31 @@ ncclResult_t CallReal(const RealNccl& real, const Op& o) {
   return ncclInvalidUsage;
 }
 
+bool SplitIsExact(const Op& op) {
+  switch (op.func) {
+    case NcclFunc::kBroadcast:
+    case NcclFunc::kBcast:
+      return true;
+    case NcclFunc::kAllReduce:
+    case NcclFunc::kReduce:
+    case NcclFunc::kReduceScatter:
+      break;
+    default:
+      return false;
+  }
+  if (op.redop == ncclMax || op.redop == ncclMin) return true;
+  if (op.redop != ncclSum && op.redop != ncclProd && op.redop != ncclAvg) return false;  // PreMulSum, user ops
+  switch (op.datatype) {
+    case ncclInt8:
+    case ncclUint8:
+    case ncclInt32:
+    case ncclUint32:
+    case ncclInt64:
+    case ncclUint64:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace trirace::interpose

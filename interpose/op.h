@@ -59,6 +59,18 @@ ncclResult_t CallReal(const RealNccl& real, const Op& op);
 // True when `real` has the function of `func`.
 bool HasReal(const RealNccl& real, NcclFunc func);
 
+// True when issuing `op` as chunks (the same call on consecutive
+// sub-ranges) gives bit for bit the result of one call: a Broadcast (data
+// only); a reduction whose result does not depend on the order in which
+// ranks' values combine: min or max of any type, or a sum, product or
+// average of integers (wrapping integer arithmetic is associative). A
+// floating-point sum, product, average or user op (PreMulSum) is not: the
+// collective's algorithm adds the ranks' values in an order that depends on
+// where an element sits in the buffer, and a chunk moves every boundary, so
+// the result changes by rounding (as it does when NCCL picks another
+// algorithm). Such ops are split only with TRIRACE_CHUNK_FLOAT_REDUCTIONS=on.
+bool SplitIsExact(const Op& op);
+
 }  // namespace trirace::interpose
 
 #endif  // TRIRACE_INTERPOSE_OP_H_

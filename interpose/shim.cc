@@ -90,6 +90,7 @@ void Shim::Initialize() {
   }
 
   mode_ = ParamChoice<ShimMode>();
+  shapes_comm_config_ = mode_ == ShimMode::kSchedule && !observe_only;
   if (mode_ == ShimMode::kSchedule && observe_only) {
     TRIRACE_WARN(INTERPOSE, "TRIRACE_MODE=schedule: this NCCL is observe only; running in observe mode");
     mode_ = ShimMode::kObserve;
@@ -314,12 +315,17 @@ CommState* Shim::OnCommCreated(const NewComm& c, int64_t start_ns, ncclResult_t 
     state->device = c.device;
     state->created_by = CommCallName(c.call);
     state->nonblocking = c.nonblocking;
+    if (c.role != TRIRACE_ROLE_UNKNOWN) state->annotated_role.store(c.role, std::memory_order_relaxed);
     auto registered = registry_.Register(std::move(state));
     if (registered.ok()) {
       registered_state = *registered;
-      TRIRACE_INFO(INTERPOSE, "comm %d id %s: rank %d of %d, device %d, from %s%s%s", registered_state->index,
-                   CommIdHex(c.id), c.rank, c.nranks, c.device, CommCallName(c.call),
-                   c.parent_id != 0 ? " of " : "", c.parent_id != 0 ? CommIdHex(c.parent_id) : "");
+      TRIRACE_INFO(INTERPOSE, "comm %d id %s: rank %d of %d, device %d, from %s%s%s%s%s%s%s",
+                   registered_state->index, CommIdHex(c.id), c.rank, c.nranks, c.device, CommCallName(c.call),
+                   c.parent_id != 0 ? " of " : "", c.parent_id != 0 ? CommIdHex(c.parent_id) : "",
+                   c.role != TRIRACE_ROLE_UNKNOWN ? "; role " : "",
+                   c.role != TRIRACE_ROLE_UNKNOWN ? RoleName(c.role) : "",
+                   c.traffic_class >= 0 ? ", trafficClass " : "",
+                   c.traffic_class >= 0 ? absl::StrCat(c.traffic_class) : "");
     } else {
       TRIRACE_WARN_ONCE(INTERPOSE, "%s; ops on further comms are forwarded but not attributed",
                         registered.status().message());

@@ -75,6 +75,8 @@ struct NewComm {
   int nranks = -1;
   int device = -1;
   bool nonblocking = false;  // ncclConfig_t.blocking = 0 (or inherited by a split)
+  int role = 0;              // trirace_role_t the creating thread declared; 0: none
+  int traffic_class = -1;    // the trafficClass the shim set in its config; -1: none
 };
 
 // Thread-local re-entry depth: > 0 while the calling thread is inside an
@@ -102,6 +104,11 @@ class Shim final : private RecordSink {
   // Hot-path test: record this call, or only forward it?
   bool ShouldRecord() const { return recording_.load(std::memory_order_relaxed) && !ReentryGuard::active(); }
   ShimMode mode() const { return mode_; }
+  // Whether comm creation may get the shim's config (trafficClass by role,
+  // comm_traffic_class.h): TRIRACE_MODE=schedule was asked for and this
+  // NCCL's ncclConfig_t layout is known. True also where gating fell back to
+  // observing for want of a device: a traffic class needs none.
+  bool shapes_comm_config() const { return shapes_comm_config_; }
   bool scheduling() const { return launcher_ != nullptr && launcher_->gated(); }
   CommRegistry& registry() { return registry_; }
 
@@ -174,6 +181,7 @@ class Shim final : private RecordSink {
   std::unique_ptr<TraceWriter> trace_;
   CommRegistry registry_;
   ShimMode mode_ = ShimMode::kOff;
+  bool shapes_comm_config_ = false;
   int version_ = 0;
   std::atomic<bool> recording_{false};
   std::atomic<bool> disabled_{false};

@@ -1,6 +1,10 @@
 // The ncclX definitions of communicator lifecycle calls (init, split,
-// shrink, finalize, destroy, abort, revoke): forwarded unchanged, then the
-// comm is registered or removed. ncclConfig_t is passed through as given.
+// shrink, finalize, destroy, abort, revoke): forwarded, then the comm is
+// registered or removed. ncclConfig_t is passed through as given, except
+// that in schedule mode a comm created with a declared role may get the
+// shim's copy with trafficClass set (comm_traffic_class.h); an ncclCommInitRank
+// is then forwarded as ncclCommInitRankConfig with NCCL's defaults plus
+// that class.
 #include <unistd.h>
 
 #include <cstddef>
@@ -9,12 +13,16 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "interpose/annotations.h"
 #include "interpose/comm_state.h"
+#include "interpose/comm_traffic_class.h"
 #include "interpose/forward.h"
 
 using trirace::MonotonicNs;
 using trirace::interpose::CommCall;
 using trirace::interpose::CommState;
+using trirace::interpose::ConfigWithRoleTrafficClass;
+using trirace::interpose::ConfiguredRoleTrafficClasses;
 using trirace::interpose::Forward;
 using trirace::interpose::NewComm;
 using trirace::interpose::RealNccl;
@@ -53,14 +61,44 @@ void Describe(const Shim& shim, ncclResult_t r, NewComm* c) {
   if (real->CommCuDevice != nullptr && real->CommCuDevice(c->comm, &v) == ncclSuccess) c->device = v;
 }
 
+// The config a new comm is created with, and its role: see the file comment.
+struct CreationConfig {
+  int role = TRIRACE_ROLE_UNKNOWN;
+  int traffic_class = trirace::interpose::kNoTrafficClass;
+  ncclConfig_t storage;
+  ncclConfig_t* config = nullptr;
+};
+
+void ChooseConfig(const Shim& shim, ncclConfig_t* caller, CreationConfig* out) {
+  out->role = trirace::interpose::NewCommRole();
+  out->config = caller;
+  if (!shim.shapes_comm_config()) return;
+  out->config = const_cast<ncclConfig_t*>(ConfigWithRoleTrafficClass(caller, out->role,
+                                                                      ConfiguredRoleTrafficClasses(),
+                                                                      &out->storage, &out->traffic_class));
+}
+
 ncclResult_t InitRank(Shim& shim, CommCall call, ncclComm_t* comm, int nranks, const ncclUniqueId* ids, int n_ids,
                       int rank, ncclConfig_t* config) {
   ReentryGuard guard;
   const int64_t t0 = MonotonicNs();
+  CreationConfig creation;
+  ChooseConfig(shim, config, &creation);
+  // A plain InitRank carries a class only through InitRankConfig.
+  if (call == CommCall::kInitRank &&
+      (creation.traffic_class < 0 || shim.real()->CommInitRankConfig == nullptr)) {
+    creation.traffic_class = trirace::interpose::kNoTrafficClass;
+    creation.config = nullptr;
+  }
+  config = creation.config;
   ncclResult_t r;
   switch (call) {
     case CommCall::kInitRank:
-      r = Forward(shim, &RealNccl::CommInitRank, "ncclCommInitRank", comm, nranks, ids[0], rank);
+      if (config != nullptr) {
+        r = Forward(shim, &RealNccl::CommInitRankConfig, "ncclCommInitRank", comm, nranks, ids[0], rank, config);
+      } else {
+        r = Forward(shim, &RealNccl::CommInitRank, "ncclCommInitRank", comm, nranks, ids[0], rank);
+      }
       break;
     case CommCall::kInitRankConfig:
       r = Forward(shim, &RealNccl::CommInitRankConfig, "ncclCommInitRankConfig", comm, nranks, ids[0], rank, config);
@@ -77,6 +115,8 @@ ncclResult_t InitRank(Shim& shim, CommCall call, ncclComm_t* comm, int nranks, c
   c.rank = rank;
   c.nranks = nranks;
   c.nonblocking = r == ncclInProgress || Nonblocking(call == CommCall::kInitRank ? nullptr : config, false);
+  c.role = creation.role;
+  c.traffic_class = creation.traffic_class;
   Describe(shim, r, &c);
   Ready(shim, shim.OnCommCreated(c, t0, r), r);
   return r;
@@ -169,9 +209,20 @@ TRIRACE_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, n
   // Every rank of the parent calls split in the same order, so this index
   // (and the color) is the same on all members of the new comm.
   const uint64_t index = parent != nullptr ? parent->children.fetch_add(1, std::memory_order_relaxed) : 0;
-  const ncclResult_t r = Forward(shim, &RealNccl::CommSplit, "ncclCommSplit", comm, color, key, newcomm, config);
+  CreationConfig creation;
+  // A split without a config inherits the parent's (trafficClass included): only
+  // a config of the caller's own gets the class.
+  ChooseConfig(shim, config, &creation);
+  if (config == nullptr) {
+    creation.traffic_class = trirace::interpose::kNoTrafficClass;
+    creation.config = nullptr;
+  }
+  const ncclResult_t r =
+      Forward(shim, &RealNccl::CommSplit, "ncclCommSplit", comm, color, key, newcomm, creation.config);
   NewComm c;
   c.call = CommCall::kSplit;
+  c.role = creation.role;
+  c.traffic_class = creation.traffic_class;
   c.comm = Created(r) && newcomm != nullptr ? *newcomm : nullptr;
   c.parent_id = parent != nullptr ? parent->id : 0;
   c.id = trirace::interpose::CommIdForSplit(c.parent_id, index, color);
@@ -194,9 +245,10 @@ TRIRACE_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksLis
   const int64_t t0 = MonotonicNs();
   CommState* parent = shim.registry().Find(comm);
   const uint64_t index = parent != nullptr ? parent->children.fetch_add(1, std::memory_order_relaxed) : 0;
+  NewComm c;
+  c.role = trirace::interpose::NewCommRole();
   const ncclResult_t r = Forward(shim, &RealNccl::CommShrink, "ncclCommShrink", comm, excludeRanksList,
                                  excludeRanksCount, newcomm, config, shrinkFlags);
-  NewComm c;
   c.call = CommCall::kShrink;
   c.comm = Created(r) && newcomm != nullptr ? *newcomm : nullptr;
   c.parent_id = parent != nullptr ? parent->id : 0;

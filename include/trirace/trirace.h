@@ -113,6 +113,7 @@ typedef struct trirace_api_v1 {
   int (*iteration_begin)(int64_t iteration);
   int (*iteration_end)(int64_t iteration);
   int (*scheduler_active)(void); /* 1 when gated launch is on */
+  int (*set_new_comm_role)(int role, int* previous);
 } trirace_api_v1_t;
 
 /* Exported by libtrirace.so: the table for `version`, or NULL if that
@@ -164,6 +165,22 @@ static inline int trirace_pop_tag(void) {
 static inline int trirace_set_comm_role(struct ncclComm* comm, int role) {
   const trirace_api_v1_t* api = trirace_api();
   return TRIRACE_API_HAS(api, set_comm_role) ? api->set_comm_role(comm, role) : TRIRACE_NOT_LOADED;
+}
+
+/* Sets the role (trirace_role_t) that every communicator the calling thread
+ * creates from now on receives, as if trirace_set_comm_role() were called on
+ * it at creation; TRIRACE_ROLE_UNKNOWN stops that. *previous (when not NULL)
+ * receives the role it replaces, so a scope can restore it. This is how a
+ * framework that creates communicators lazily declares their role:
+ * PyTorch creates a process group's NCCL communicator at the group's first
+ * collective, on the calling thread, so setting the role around that call
+ * (or around new_group with eager init) names it. Knowing the role at
+ * creation also lets TriRace set the comm's ncclConfig_t.trafficClass
+ * (TRIRACE_COMM_TRAFFIC_CLASS). Returns TRIRACE_ERR_INVALID for a role out
+ * of range (nothing changes). */
+static inline int trirace_set_new_comm_role(int role, int* previous) {
+  const trirace_api_v1_t* api = trirace_api();
+  return TRIRACE_API_HAS(api, set_new_comm_role) ? api->set_new_comm_role(role, previous) : TRIRACE_NOT_LOADED;
 }
 
 /* Marks the start and end of a training iteration (step). Iterations may
@@ -223,6 +240,21 @@ class TagScope {
   ~TagScope() { trirace_pop_tag(); }
   TagScope(const TagScope&) = delete;
   TagScope& operator=(const TagScope&) = delete;
+};
+
+/* RAII scope: communicators this thread creates inside it get `role`.
+ *   { trirace::CommRoleScope scope(TRIRACE_ROLE_PIPELINE); ncclCommSplit(...); } */
+class CommRoleScope {
+ public:
+  explicit CommRoleScope(trirace_role_t role) : previous_(TRIRACE_ROLE_UNKNOWN) {
+    trirace_set_new_comm_role(role, &previous_);
+  }
+  ~CommRoleScope() { trirace_set_new_comm_role(previous_, NULL); }
+  CommRoleScope(const CommRoleScope&) = delete;
+  CommRoleScope& operator=(const CommRoleScope&) = delete;
+
+ private:
+  int previous_;
 };
 
 }  // namespace trirace

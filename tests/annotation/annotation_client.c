@@ -20,6 +20,7 @@ int main(void) {
   inner.priority = 5;
   printf("client: push=%d\n", trirace_push_tag(&inner));
   printf("client: role=%d\n", trirace_set_comm_role((struct ncclComm*)0x1234, TRIRACE_ROLE_PIPELINE));
+  printf("client: new_comm_role=%d\n", trirace_set_new_comm_role(TRIRACE_ROLE_PIPELINE, NULL));
   printf("client: pop=%d\n", trirace_pop_tag());
   printf("client: pop=%d\n", trirace_pop_tag());
   printf("client: pop=%d\n", trirace_pop_tag()); /* unbalanced */

@@ -1,6 +1,7 @@
 /* A provider of the annotation API for tests: it keeps a per-thread tag
  * stack like the shim does and prints every call on stdout, so a test can
  * see exactly what reached the implementation. */
+#include <stddef.h>
 #include <stdio.h>
 
 #include "trirace/trirace.h"
@@ -45,8 +46,19 @@ static int iteration_end(int64_t it) {
 
 static int scheduler_active(void) { return 0; }
 
-static const trirace_api_v1_t kApi = {sizeof(trirace_api_v1_t), TRIRACE_API_VERSION, push_tag, pop_tag,
-                                      set_comm_role, iteration_begin, iteration_end, scheduler_active};
+/* An older provider: its table ends before set_new_comm_role, so clients
+ * built against this header must see that entry as absent (size check). */
+static const trirace_api_v1_t kApi = {
+    .size = offsetof(trirace_api_v1_t, set_new_comm_role),
+    .version = TRIRACE_API_VERSION,
+    .push_tag = push_tag,
+    .pop_tag = pop_tag,
+    .set_comm_role = set_comm_role,
+    .iteration_begin = iteration_begin,
+    .iteration_end = iteration_end,
+    .scheduler_active = scheduler_active,
+    .set_new_comm_role = NULL,
+};
 
 __attribute__((visibility("default"))) const trirace_api_v1_t* trirace_get_api(uint32_t version) {
   return version == 1 ? &kApi : NULL;

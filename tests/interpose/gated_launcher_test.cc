@@ -243,6 +243,8 @@ class GatingOverFakeDevice : public ::testing::TestWithParam<const char*> {
     setenv("TRIRACE_POLICY", GetParam(), 1);
     setenv("TRIRACE_MAX_HOLD_US", std::to_string(kHoldUs).c_str(), 1);
     setenv("TRIRACE_CHUNK_BYTES", std::to_string(kChunkBytes).c_str(), 1);
+    // The ops carry float sums: let them split, to exercise chunking (SplitIsExact: op_test.cc).
+    setenv("TRIRACE_CHUNK_FLOAT_REDUCTIONS", "on", 1);
     setenv("TRIRACE_OCCUPANCY", "none", 1);
     unsetenv("TRIRACE_EXCLUDE_ROLES");
     Params::ReloadForTesting();
@@ -280,7 +282,8 @@ class GatingOverFakeDevice : public ::testing::TestWithParam<const char*> {
     std::this_thread::sleep_for(std::chrono::microseconds(3 * kHoldUs));
     launcher_.reset();
     g_nccl = nullptr;
-    for (const char* v : {"TRIRACE_POLICY", "TRIRACE_MAX_HOLD_US", "TRIRACE_CHUNK_BYTES", "TRIRACE_OCCUPANCY"}) {
+    for (const char* v : {"TRIRACE_POLICY", "TRIRACE_MAX_HOLD_US", "TRIRACE_CHUNK_BYTES", "TRIRACE_OCCUPANCY",
+                          "TRIRACE_CHUNK_FLOAT_REDUCTIONS"}) {
       unsetenv(v);
     }
     Params::ReloadForTesting();

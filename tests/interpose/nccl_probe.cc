@@ -12,6 +12,7 @@
 //        nccl_probe local <standin> <user>  NCCL loaded RTLD_LOCAL, called from <user>
 //        nccl_probe threads <standin> <threads> <ops>
 //        nccl_probe many <standin> <ops>
+//        nccl_probe roles <standin>       comms created under declared roles
 #include <dlfcn.h>
 
 #include <cstdint>
@@ -193,6 +194,48 @@ int Many(const char* lib, int ops) {
   return 0;
 }
 
+// Comms created under declared roles (trirace_set_new_comm_role): prints,
+// per creation, which init the library saw and the trafficClass it got.
+int Roles(const char* lib) {
+  void* h = Load(lib, RTLD_NOW | RTLD_GLOBAL);
+  auto calls = reinterpret_cast<uint64_t (*)(const char*)>(dlsym(h, "standin_calls"));
+  auto last = reinterpret_cast<int (*)(const char*)>(dlsym(h, "standin_last_traffic_class"));
+  if (calls == nullptr || last == nullptr) return 3;
+  auto text = [](int tc) { return tc == NCCL_CONFIG_UNDEF_INT ? std::string("undef") : std::to_string(tc); };
+  auto report = [&](const char* what, ncclResult_t r, const char* call) {
+    std::printf("roles %s rc=%d InitRank=%llu InitRankConfig=%llu tc=%s\n", what, r,
+                static_cast<unsigned long long>(calls("CommInitRank")),
+                static_cast<unsigned long long>(calls("CommInitRankConfig")), text(last(call)).c_str());
+  };
+  ncclUniqueId id;
+  NCCL(ncclGetUniqueId)(&id);
+  std::vector<ncclComm_t> comms(6, nullptr);
+  {
+    trirace::CommRoleScope pipeline(TRIRACE_ROLE_PIPELINE);
+    report("init-pipeline", NCCL(ncclCommInitRank)(&comms[0], 1, id, 0), "CommInitRankConfig");
+  }
+  int previous = -1;
+  const int set = trirace_set_new_comm_role(TRIRACE_ROLE_DATA_PARALLEL, &previous);
+  std::printf("roles set rc=%d previous=%d\n", set, previous);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  report("config-data-parallel", NCCL(ncclCommInitRankConfig)(&comms[1], 1, id, 0, &config), "CommInitRankConfig");
+  ncclConfig_t own = NCCL_CONFIG_INITIALIZER;
+  own.trafficClass = 7;
+  report("config-own-class", NCCL(ncclCommInitRankConfig)(&comms[2], 1, id, 0, &own), "CommInitRankConfig");
+  std::printf("config after: trafficClass=%s\n", text(config.trafficClass).c_str());
+  trirace_set_new_comm_role(TRIRACE_ROLE_EXPERT, nullptr);
+  ncclConfig_t split = NCCL_CONFIG_INITIALIZER;
+  report("split-expert", NCCL(ncclCommSplit)(comms[0], 0, 0, &comms[3], &split), "CommSplit");
+  report("split-no-config", NCCL(ncclCommSplit)(comms[0], 0, 0, &comms[4], nullptr), "CommSplit");
+  std::printf("roles bad rc=%d\n", trirace_set_new_comm_role(9, nullptr));
+  trirace_set_new_comm_role(TRIRACE_ROLE_UNKNOWN, nullptr);
+  report("init-no-role", NCCL(ncclCommInitRank)(&comms[5], 1, id, 0), "CommInitRankConfig");
+  for (ncclComm_t c : comms) {
+    if (c != nullptr) NCCL(ncclCommDestroy)(c);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -203,6 +246,8 @@ int main(int argc, char** argv) {
   if (what == "local" && argc > 3) return Local(argv[2], argv[3]);
   if (what == "threads" && argc > 4) return Threads(argv[2], std::atoi(argv[3]), std::atoi(argv[4]));
   if (what == "many" && argc > 3) return Many(argv[2], std::atoi(argv[3]));
-  std::fprintf(stderr, "usage: nccl_probe version|real LIB|basic LIB|local LIB USER|threads LIB N OPS|many LIB OPS\n");
+  if (what == "roles" && argc > 2) return Roles(argv[2]);
+  std::fprintf(stderr,
+               "usage: nccl_probe version|real LIB|basic LIB|local LIB USER|threads LIB N OPS|many LIB OPS|roles LIB\n");
   return 2;
 }

@@ -8,6 +8,7 @@
  * through the PLT, as NCCL does, so a shim sees itself re-entered.
  * standin_calls("AllReduce") returns how often each pncclX ran, so a test
  * can check that every call reached the library exactly once. */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,17 @@ static uint64_t calls[kCallKinds];
 static uint64_t next_id;
 
 #define COUNT(kind) __atomic_fetch_add(&calls[kind], 1, __ATOMIC_RELAXED)
+
+/* The trafficClass of the config the last CommInitRankConfig / CommSplit
+ * received: NO_CONFIG for a NULL config (a test checks what a shim passed). */
+#define NO_CONFIG (-2)
+static int last_traffic_class[kCallKinds];
+
+static void RecordConfig(int kind, const ncclConfig_t* config) {
+  int tc = NO_CONFIG;
+  if (config != NULL && config->size >= offsetof(ncclConfig_t, trafficClass) + sizeof(int)) tc = config->trafficClass;
+  __atomic_store_n(&last_traffic_class[kind], tc, __ATOMIC_RELAXED);
+}
 
 struct ncclComm {
   uint32_t magic;
@@ -53,6 +65,13 @@ EXPORT uint64_t standin_calls(const char* name) {
     if (strcmp(name, kNames[i]) == 0) return __atomic_load_n(&calls[i], __ATOMIC_RELAXED);
   }
   return UINT64_MAX;
+}
+
+EXPORT int standin_last_traffic_class(const char* name) {
+  for (int i = 0; i < kCallKinds; ++i) {
+    if (strcmp(name, kNames[i]) == 0) return __atomic_load_n(&last_traffic_class[i], __ATOMIC_RELAXED);
+  }
+  return NO_CONFIG;
 }
 
 EXPORT ncclResult_t pncclGetVersion(int* version) {
@@ -104,6 +123,7 @@ EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUn
   (void)id;
   COUNT(kCommInitRankConfig);
   if (config != NULL && config->magic != 0xcafebeef) return ncclInvalidArgument;
+  RecordConfig(kCommInitRankConfig, config);
   return NewComm(comm, nranks, rank);
 }
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t* config)
@@ -111,8 +131,8 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId i
 
 EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
   (void)key;
-  (void)config;
   COUNT(kCommSplit);
+  RecordConfig(kCommSplit, config);
   if (!ValidComm(comm) || newcomm == NULL) return ncclInvalidArgument;
   if (color == NCCL_SPLIT_NOCOLOR) {
     *newcomm = NULL;
