@@ -9,6 +9,7 @@ packages=(
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libhwloc-dev libibverbs-dev nlohmann-json3-dev libcli11-dev libtinyxml2-dev
   dpkg-dev iproute2 iputils-ping nftables python3-matplotlib graphviz
+  python3-torch  # Debian's PyTorch (for /usr/bin/python3): tests/python, examples/pytorch
 )
 
 missing=()

@@ -18,7 +18,11 @@
 # when one of them is asked for; they always run 2 ranks per host): split
 # puts the DP job on rail 0 and the pipeline on rail 1, shared both on rail
 # 0. Each gives two rows, <preset>/dp and <preset>/pp, one per job; their
-# bounds are the job's own (the other job's traffic left out).
+# bounds are the job's own (the other job's traffic left out). The PyTorch
+# presets pytorch, pytorch-sparse and pytorch-2bw (pytorch_job.sh) run
+# examples/pytorch/hybrid_train.py on hostccl's torch backend instead (the
+# extra flags after -- go to hybrid_train.py for them; no bound or ideal: the
+# simulation models hybrid_parallel only; they need a python3 with torch).
 #
 # Modes (comma list, default off,fifo,priority,wire,gate,trirace):
 #   none      no shim loaded
@@ -111,6 +115,7 @@ for p in "${presets[@]}"; do [[ $p == rails-* ]] && rails=1; done
 for p in "${presets[@]}"; do
   case $p in
     rails-split | rails-shared | contention | megatron | sparse | no-contention | default | tiny) ;;
+    pytorch | pytorch-sparse | pytorch-2bw) ;;
     rails-*) echo "run_e2e: --preset '$p': the 2-rail presets are rails-split and rails-shared" >&2; exit 2 ;;
   esac
 done
@@ -130,6 +135,19 @@ launch="$root/examples/hybrid_parallel/launch.sh"
 for f in "$hybrid" "$plugin"; do
   [ -e "$f" ] || { echo "run_e2e: $f is missing: build the examples, plugin and hostccl modules" >&2; exit 1; }
 done
+# The PyTorch presets need a python3 with torch; without one they are left out.
+torch_py=""
+for p in "${presets[@]}"; do
+  [[ $p == pytorch* ]] || continue
+  torch_py=$("$root/tests/python/torch_python.sh" 2>"${TMPDIR:-/tmp}/run_e2e-torch.$$") && break
+  echo "run_e2e: the pytorch presets are left out: $(cat "${TMPDIR:-/tmp}/run_e2e-torch.$$")" >&2
+  kept=()
+  for q in "${presets[@]}"; do [[ $q == pytorch* ]] || kept+=("$q"); done
+  presets=("${kept[@]}")
+  [ ${#presets[@]} -gt 0 ] || exit 1
+  break
+done
+rm -f "${TMPDIR:-/tmp}/run_e2e-torch.$$"
 IFS=, read -r -a mode_list <<<"$modes"
 # variant_index LABEL: the index of a --variant, or nothing.
 variant_index() {
@@ -252,12 +270,15 @@ run_one() {
   if [[ $preset == rails-* ]]; then
     rph=2
     cmd=("$here/rails_job.sh" --placement "${preset#rails-}" -- "$hybrid" "${extra[@]}")
+  elif [[ $preset == pytorch* ]]; then
+    cmd=("$here/pytorch_job.sh" --build "$build" --preset "$preset" -- "${extra[@]}")
+    envs+=(--env "TRIRACE_TORCH_PYTHON=$torch_py")
   fi
   before=$(cpu_sample)
   if [ $loopback = 1 ]; then
     "$launch" -n "$((hosts * per_host))" --timeout 300 --out "$dir" --env TRIRACE_NET_IFNAME=lo \
       --env NCCL_NET_PLUGIN="$plugin" --env TRIRACE_JOB_ID="e2e-$$" "${envs[@]}" -- \
-      "$hybrid" --preset "$preset" "${extra[@]}" >/dev/null 2>"$dir.err"
+      "${cmd[@]}" >/dev/null 2>"$dir.err"
   else
     "$testbed" run --name "$tb_name" --ranks-per-host "$rph" --timeout 300 --out "$dir" \
       --env NCCL_NET_PLUGIN="$plugin" "${envs[@]}" -- "${cmd[@]}" >/dev/null 2>"$dir.err"
@@ -282,10 +303,11 @@ record() {
   local preset=$1 rep=$2 mode=$3 rank_out=$4 rc=$5 cpu=$6 tdir=${7:-}
   local result median checksum
   result=$(grep -h '^RESULT ' "$rank_out" 2>/dev/null)
-  median=$(sed -n 's/.*"median_ms":\([0-9.e+-]*\).*/\1/p' <<<"$result")
-  checksum=$(sed -n 's/.*"checksum":"\([0-9a-f]*\)".*/\1/p' <<<"$result")
+  # hybrid_parallel's RESULT (compact JSON) or hybrid_train.py's (json.dumps: a space after ':').
+  median=$(sed -n 's/.*"median\(_step\)\{0,1\}_ms": *\([0-9.e+-]*\).*/\2/p' <<<"$result")
+  checksum=$(sed -n 's/.*"\(weights_\)\{0,1\}checksum": *"\([0-9a-f]*\)".*/\2/p' <<<"$result")
   local ranks_cpu
-  ranks_cpu=$(sed -n 's/.*"ranks_cpu_pct":\([0-9.e+-]*\).*/\1/p' <<<"$result")
+  ranks_cpu=$(sed -n 's/.*"ranks_cpu_pct": *\([0-9.e+-]*\).*/\1/p' <<<"$result")
   ranks_cpu=$(awk -v c="$ranks_cpu" 'BEGIN { if (c == "") print "nan"; else printf "%.0f", c }')
   local status=ok
   if [ $rc != 0 ] || [ -z "$median" ]; then status="failed($rc)"; fi
@@ -330,14 +352,18 @@ for preset in "${rows[@]}"; do
   read -r -a args <<<"$(row_args "$preset")"
   rph=$per_host
   [[ $preset == rails-* ]] && rph=1
-  if [ -x "$bound_bin" ]; then
+  if [[ $preset == pytorch* ]]; then
+    # No simulation of hybrid_train.py: its runs are checked against each other.
+    ref=$(awk -F'\t' -v p="$preset" 'NR > 1 && $1 == p && $7 == "ok" { print $5; exit }' "$results")
+  elif [ -x "$bound_bin" ]; then
     bline=$("$bound_bin" --hosts "$hosts" --ranks-per-host "$rph" --gbps "$gbps" -- "${args[@]}" "${extra[@]}")
     bound=$(sed -n "s/.*\"$bound_key\":\\([0-9.]*\\).*/\\1/p" <<<"$bline")
     # The simulated loop on ideal links needs the shaped links it models.
     [ $loopback = 1 ] || ideal=$(sed -n 's/.*"ideal_ms":\([0-9.]*\).*/\1/p' <<<"$bline")
     echo -e "$preset\t$bound\t$ideal" >>"$out/bounds.tsv"
   fi
-  ref=$("$hybrid" "${args[@]}" "${extra[@]}" --reference | sed -n 's/.*"checksum":"\([0-9a-f]*\)".*/\1/p')
+  [[ $preset == pytorch* ]] ||
+    ref=$("$hybrid" "${args[@]}" "${extra[@]}" --reference | sed -n 's/.*"checksum":"\([0-9a-f]*\)".*/\1/p')
   awk -F'\t' -v preset="$preset" -v bound="${bound:-nan}" -v ideal="${ideal:-nan}" -v ref="$ref" \
     -v modes="${runnable[*]}" '
     function median(a, n,   i, j, t) {
@@ -363,6 +389,7 @@ for preset in "${rows[@]}"; do
           100 * (hi - lo) / med, ratio, bound, mb, ideal, mi, median(y, c), median(z, c)
       }
       printf "%-14s checksum: %s\n", preset, ok == 0 ? "no successful run" : bad == "" ? "every run = reference " ref : "MISMATCH in" bad
+      if (preset ~ /^pytorch/) printf "%-14s (reference: the first run; hybrid_train.py has no simulated bound)\n", preset
     }' "$results"
 done
 echo "(spread = (max - min) / median over the repetitions; off/mode = median over repetitions of the" \

@@ -24,6 +24,18 @@ done
 if [ -e "$build_dir/hostccl/lib/libnccl.so.2" ]; then
   find "$work/prefix" -path '*hostccl/libnccl.so.2' | grep -q . || { echo "FAIL: hostccl not installed" >&2; exit 1; }
 fi
+# The Python package is installed beside the libraries and finds the
+# installed hostccl by itself (nothing set, no build tree in reach).
+pkg=$(find "$work/prefix" -path '*dist-packages/trirace/__init__.py' | head -n 1)
+[ -n "$pkg" ] || { echo "FAIL: the trirace Python package is not installed" >&2; exit 1; }
+if [ -e "$build_dir/hostccl/lib/libnccl.so.2" ] && command -v python3 >/dev/null; then
+  found=$(cd / && env -u TRIRACE_HOSTCCL_LIBRARY PATH=/usr/bin:/bin PYTHONPATH="$(dirname "$(dirname "$pkg")")" \
+          python3 -c 'from trirace import _nccl; print(_nccl.find_library())')
+  case "$found" in
+    "$work/prefix/"*hostccl/libnccl.so.2) ;;
+    *) echo "FAIL: the installed package found hostccl at '$found', not in the prefix" >&2; exit 1 ;;
+  esac
+fi
 if [ -e "$build_dir/lib/libtrirace.so" ]; then
   run_env=$(env -u NCCL_NET_PLUGIN LD_PRELOAD= "$work/prefix/bin/trirace" run -- env)
   grep -q "^LD_PRELOAD=$work/prefix/.*libtrirace.so" <<<"$run_env" || { echo "FAIL: trirace run does not preload the installed shim" >&2; exit 1; }
