@@ -363,7 +363,17 @@ TRIRACE_EXPORT const char* pncclGetErrorString(ncclResult_t result) {
 }
 
 TRIRACE_EXPORT const char* pncclGetLastError(ncclComm_t comm) {
-  (void)comm;  // like NCCL, the last error of the process
+  // A live comm's asynchronous error (an operation that failed on its
+  // executor, say a peer that died) says more than the process's last API
+  // error, which is NCCL's answer otherwise.
+  if (comm != nullptr) {
+    absl::StatusOr<std::shared_ptr<CommCore>> core = LookupComm(comm);
+    if (core.ok()) {
+      thread_local std::string message;
+      message = (*core)->AsyncMessage();
+      if (!message.empty()) return message.c_str();
+    }
+  }
   return LastErrorText();
 }
 

@@ -296,7 +296,10 @@ if [ -x "$bin" ]; then
   cpp_case cpp.observe 1 observe
   cpp_case cpp.fifo 1 schedule TRIRACE_POLICY=fifo
   cpp_case cpp.trirace 1 schedule TRIRACE_POLICY=trirace
-  cpp_case cpp.trirace_chunk1m 1 schedule TRIRACE_POLICY=trirace TRIRACE_CHUNK_BYTES=1048576
+  # Float sums split too (TRIRACE_CHUNK_FLOAT_REDUCTIONS=on), so that every collective is chunked; on one
+  # rank a split reduction is still exact.
+  cpp_case cpp.trirace_chunk1m 1 schedule TRIRACE_POLICY=trirace TRIRACE_CHUNK_BYTES=1048576 \
+    TRIRACE_CHUNK_FLOAT_REDUCTIONS=on
 else
   result FAIL cpp "not run: no shim_gpu_check program"
 fi

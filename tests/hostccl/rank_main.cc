@@ -207,6 +207,11 @@ int Kill(const RankContext& x) {
   Report report;
   report.Check(state == ncclRemoteError || state == ncclSystemError, "killed_peer_detected",
                std::string("state after the peer died: ") + ncclGetErrorString(state));
+  // The comm's last error is what failed on its executor, not NCCL's generic text.
+  const std::string why = ncclGetLastError(comm);
+  report.Check(!why.empty() && why != ncclGetErrorString(state), "last_error_names_the_cause",
+               "ncclGetLastError(comm) = \"" + why + "\"");
+  std::printf("rank %d: last error: %s\n", r, why.c_str());
   ncclResult_t later = ncclAllReduce(v.data(), o.data(), v.size(), ncclFloat, ncclSum, comm, s);
   report.Check(later != ncclSuccess, "later_call_fails", "a call after the failure returned ncclSuccess");
   std::printf("rank %d: peer death detected after %.1f ms (%s)\n", r, ms, ncclGetErrorString(state));
