@@ -315,15 +315,16 @@ CommState* Shim::OnCommCreated(const NewComm& c, int64_t start_ns, ncclResult_t 
     state->device = c.device;
     state->created_by = CommCallName(c.call);
     state->nonblocking = c.nonblocking;
-    if (c.role != TRIRACE_ROLE_UNKNOWN) state->annotated_role.store(c.role, std::memory_order_relaxed);
+    // Called on the creating thread: the role it declared for new comms.
+    const int role = NewCommRole();
+    if (role != TRIRACE_ROLE_UNKNOWN) state->annotated_role.store(role, std::memory_order_relaxed);
     auto registered = registry_.Register(std::move(state));
     if (registered.ok()) {
       registered_state = *registered;
       TRIRACE_INFO(INTERPOSE, "comm %d id %s: rank %d of %d, device %d, from %s%s%s%s%s%s%s",
                    registered_state->index, CommIdHex(c.id), c.rank, c.nranks, c.device, CommCallName(c.call),
                    c.parent_id != 0 ? " of " : "", c.parent_id != 0 ? CommIdHex(c.parent_id) : "",
-                   c.role != TRIRACE_ROLE_UNKNOWN ? "; role " : "",
-                   c.role != TRIRACE_ROLE_UNKNOWN ? RoleName(c.role) : "",
+                   role != TRIRACE_ROLE_UNKNOWN ? "; role " : "", role != TRIRACE_ROLE_UNKNOWN ? RoleName(role) : "",
                    c.traffic_class >= 0 ? ", trafficClass " : "",
                    c.traffic_class >= 0 ? absl::StrCat(c.traffic_class) : "");
     } else {

@@ -75,7 +75,6 @@ struct NewComm {
   int nranks = -1;
   int device = -1;
   bool nonblocking = false;  // ncclConfig_t.blocking = 0 (or inherited by a split)
-  int role = 0;              // trirace_role_t the creating thread declared; 0: none
   int traffic_class = -1;    // the trafficClass the shim set in its config; -1: none
 };
 

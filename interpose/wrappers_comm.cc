@@ -61,19 +61,20 @@ void Describe(const Shim& shim, ncclResult_t r, NewComm* c) {
   if (real->CommCuDevice != nullptr && real->CommCuDevice(c->comm, &v) == ncclSuccess) c->device = v;
 }
 
-// The config a new comm is created with, and its role: see the file comment.
+// The config a new comm is created with: see the file comment.
 struct CreationConfig {
-  int role = TRIRACE_ROLE_UNKNOWN;
   int traffic_class = trirace::interpose::kNoTrafficClass;
   ncclConfig_t storage;
   ncclConfig_t* config = nullptr;
 };
 
-void ChooseConfig(const Shim& shim, ncclConfig_t* caller, CreationConfig* out) {
-  out->role = trirace::interpose::NewCommRole();
+// A NULL `caller` becomes NCCL's defaults plus the class only where
+// `null_takes_defaults`: a split without a config inherits its parent's
+// instead, and a plain InitRank can carry one only as InitRankConfig.
+void ChooseConfig(const Shim& shim, ncclConfig_t* caller, bool null_takes_defaults, CreationConfig* out) {
   out->config = caller;
-  if (!shim.shapes_comm_config()) return;
-  out->config = const_cast<ncclConfig_t*>(ConfigWithRoleTrafficClass(caller, out->role,
+  if (!shim.shapes_comm_config() || (caller == nullptr && !null_takes_defaults)) return;
+  out->config = const_cast<ncclConfig_t*>(ConfigWithRoleTrafficClass(caller, trirace::interpose::NewCommRole(),
                                                                       ConfiguredRoleTrafficClasses(),
                                                                       &out->storage, &out->traffic_class));
 }
@@ -83,13 +84,7 @@ ncclResult_t InitRank(Shim& shim, CommCall call, ncclComm_t* comm, int nranks, c
   ReentryGuard guard;
   const int64_t t0 = MonotonicNs();
   CreationConfig creation;
-  ChooseConfig(shim, config, &creation);
-  // A plain InitRank carries a class only through InitRankConfig.
-  if (call == CommCall::kInitRank &&
-      (creation.traffic_class < 0 || shim.real()->CommInitRankConfig == nullptr)) {
-    creation.traffic_class = trirace::interpose::kNoTrafficClass;
-    creation.config = nullptr;
-  }
+  ChooseConfig(shim, config, call != CommCall::kInitRank || shim.real()->CommInitRankConfig != nullptr, &creation);
   config = creation.config;
   ncclResult_t r;
   switch (call) {
@@ -115,7 +110,6 @@ ncclResult_t InitRank(Shim& shim, CommCall call, ncclComm_t* comm, int nranks, c
   c.rank = rank;
   c.nranks = nranks;
   c.nonblocking = r == ncclInProgress || Nonblocking(call == CommCall::kInitRank ? nullptr : config, false);
-  c.role = creation.role;
   c.traffic_class = creation.traffic_class;
   Describe(shim, r, &c);
   Ready(shim, shim.OnCommCreated(c, t0, r), r);
@@ -210,18 +204,11 @@ TRIRACE_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, n
   // (and the color) is the same on all members of the new comm.
   const uint64_t index = parent != nullptr ? parent->children.fetch_add(1, std::memory_order_relaxed) : 0;
   CreationConfig creation;
-  // A split without a config inherits the parent's (trafficClass included): only
-  // a config of the caller's own gets the class.
-  ChooseConfig(shim, config, &creation);
-  if (config == nullptr) {
-    creation.traffic_class = trirace::interpose::kNoTrafficClass;
-    creation.config = nullptr;
-  }
+  ChooseConfig(shim, config, /*null_takes_defaults=*/false, &creation);
   const ncclResult_t r =
       Forward(shim, &RealNccl::CommSplit, "ncclCommSplit", comm, color, key, newcomm, creation.config);
   NewComm c;
   c.call = CommCall::kSplit;
-  c.role = creation.role;
   c.traffic_class = creation.traffic_class;
   c.comm = Created(r) && newcomm != nullptr ? *newcomm : nullptr;
   c.parent_id = parent != nullptr ? parent->id : 0;
@@ -245,10 +232,9 @@ TRIRACE_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksLis
   const int64_t t0 = MonotonicNs();
   CommState* parent = shim.registry().Find(comm);
   const uint64_t index = parent != nullptr ? parent->children.fetch_add(1, std::memory_order_relaxed) : 0;
-  NewComm c;
-  c.role = trirace::interpose::NewCommRole();
   const ncclResult_t r = Forward(shim, &RealNccl::CommShrink, "ncclCommShrink", comm, excludeRanksList,
                                  excludeRanksCount, newcomm, config, shrinkFlags);
+  NewComm c;
   c.call = CommCall::kShrink;
   c.comm = Created(r) && newcomm != nullptr ? *newcomm : nullptr;
   c.parent_id = parent != nullptr ? parent->id : 0;
