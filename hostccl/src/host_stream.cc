@@ -14,6 +14,16 @@
 
 namespace trirace::hostccl {
 
+std::optional<ClockMark::Clock::time_point> ClockMark::End() const {
+  absl::MutexLock lock(&mu_);
+  return end_;
+}
+
+void ClockMark::Set(Clock::time_point end) {
+  absl::MutexLock lock(&mu_);
+  end_ = end;
+}
+
 uint64_t HostStream::Enqueue(Task task) {
   absl::MutexLock lock(&mu_);
   if (closed_) return 0;
@@ -38,6 +48,31 @@ void HostStream::RunCompute(Clock::time_point enqueued, std::chrono::microsecond
   std::this_thread::sleep_until(end);
   if (slack > 0) (void)prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(slack), 0UL, 0UL, 0UL);
   clock_end_ = end;
+}
+
+uint64_t HostStream::EnqueueWaitEvent(const HostEvent& event) {
+  HostEvent::Point point = event.Recorded();
+  // Work on this stream is already in order after its own points.
+  if (point.stream == nullptr || point.stream.get() == this) return 0;
+  return Enqueue([this, source = std::move(point.stream), mark = std::move(point.mark)] {
+    source->WaitReached(mark->ticket());
+    // Reached, so the mark is set (or unset for good: ticket 0). The wait
+    // takes no device time; the time this thread took to wake is not kept.
+    clock_end_ = std::max(last_end_, mark->End().value_or(last_end_));
+  });
+}
+
+std::shared_ptr<const ClockMark> HostStream::Mark() {
+  absl::MutexLock lock(&mu_);
+  if (completed_ < enqueued_) {
+    if (pending_marks_.empty() || pending_marks_.back()->ticket() != enqueued_) {
+      pending_marks_.push_back(std::make_shared<ClockMark>(enqueued_));
+    }
+    return pending_marks_.back();
+  }
+  auto mark = std::make_shared<ClockMark>(enqueued_);
+  if (reached_end_.has_value()) mark->Set(*reached_end_);
+  return mark;
 }
 
 uint64_t HostStream::LastTicket() const {
@@ -84,29 +119,35 @@ void HostStream::RunWorker() {
     last_end_ = clock_end_.value_or(Clock::now());
     absl::MutexLock lock(&mu_);
     ++completed_;
+    reached_end_ = last_end_;
+    // Set before the lock is released: whoever sees the ticket reached sees
+    // its clock end.
+    while (!pending_marks_.empty() && pending_marks_.front()->ticket() <= completed_) {
+      pending_marks_.front()->Set(last_end_);
+      pending_marks_.pop_front();
+    }
   }
 }
 
 void HostEvent::Record(std::shared_ptr<HostStream> stream) {
-  uint64_t ticket = stream->LastTicket();
+  std::shared_ptr<const ClockMark> mark = stream->Mark();
   absl::MutexLock lock(&mu_);
-  stream_ = std::move(stream);
-  ticket_ = ticket;
+  point_ = Point{std::move(stream), std::move(mark)};
 }
 
-std::pair<std::shared_ptr<HostStream>, uint64_t> HostEvent::Point() const {
+HostEvent::Point HostEvent::Recorded() const {
   absl::MutexLock lock(&mu_);
-  return {stream_, ticket_};
+  return point_;
 }
 
 bool HostEvent::Complete() const {
-  auto [stream, ticket] = Point();
-  return stream == nullptr || stream->Reached(ticket);
+  Point point = Recorded();
+  return point.stream == nullptr || point.stream->Reached(point.mark->ticket());
 }
 
 void HostEvent::Wait() const {
-  auto [stream, ticket] = Point();
-  if (stream != nullptr) stream->WaitReached(ticket);
+  Point point = Recorded();
+  if (point.stream != nullptr) point.stream->WaitReached(point.mark->ticket());
 }
 
 namespace {

@@ -18,6 +18,16 @@
 // it ended, whichever is later, not when the worker thread happens to wake.
 // So sleep overshoot and hand-off latency do not add up along a chain of
 // kernels; a compute whose clock end has already passed returns at once.
+// A task's end on the clock is its computed end for a compute, and the real
+// time it returned for any other task (a collective, a host function, a
+// gate), which is never earlier than the clock end of the task before it.
+//
+// The clock crosses events. Recording an event captures a ClockMark: the
+// ticket and, once the stream reaches it, the clock end of the work up to it.
+// A wait on the event (EnqueueWaitEvent) takes no device time: it ends at the
+// later of its own stream's previous end and the mark's clock end, so a
+// compute after it starts as on a GPU, when the recorded work ended, however
+// late the waiting worker wakes.
 //
 // Thread safety: every member is thread-safe.
 #ifndef TRIRACE_HOSTCCL_SRC_HOST_STREAM_H_
@@ -37,6 +47,37 @@
 
 namespace trirace::hostccl {
 
+class HostEvent;
+
+// A point captured on a stream (HostStream::Mark): a ticket and the clock end
+// of the stream's work up to it. The end is set once, by the stream's worker
+// when it reaches the ticket (or at once when the point was already reached),
+// and is read by any thread, typically another stream's worker after it saw
+// the ticket reached. Thread-safe.
+class ClockMark {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  explicit ClockMark(uint64_t ticket) : ticket_(ticket) {}
+  ClockMark(const ClockMark&) = delete;
+  ClockMark& operator=(const ClockMark&) = delete;
+
+  uint64_t ticket() const { return ticket_; }
+  // The clock end of the work up to ticket(): nullopt until the stream has
+  // reached it, and always for ticket 0 (no work before it, no constraint).
+  std::optional<Clock::time_point> End() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  friend class HostStream;
+  // Called by the stream with its own lock held (a mark never calls into a
+  // stream, so the order is always stream, then mark).
+  void Set(Clock::time_point end) ABSL_LOCKS_EXCLUDED(mu_);
+
+  const uint64_t ticket_;
+  mutable absl::Mutex mu_;
+  std::optional<Clock::time_point> end_ ABSL_GUARDED_BY(mu_);
+};
+
 class HostStream : public std::enable_shared_from_this<HostStream> {
  public:
   using Task = absl::AnyInvocable<void() &&>;
@@ -51,6 +92,15 @@ class HostStream : public std::enable_shared_from_this<HostStream> {
   // Appends emulated compute of `duration` (see the device clock above);
   // returns its ticket like Enqueue.
   uint64_t EnqueueCompute(std::chrono::microseconds duration);
+  // Appends a wait for `event`'s point as recorded now (cudaStreamWaitEvent):
+  // later work runs once the event's stream reached it, and the wait ends on
+  // this stream's clock at the later of the task before it and the point's
+  // clock end. Returns the wait's ticket; 0 when nothing was enqueued (event
+  // never recorded, recorded on this stream, or the stream is closed).
+  uint64_t EnqueueWaitEvent(const HostEvent& event);
+  // The current end of the stream (its last ticket) as a mark whose clock end
+  // the worker fills in when it gets there.
+  std::shared_ptr<const ClockMark> Mark();
   // The ticket of the last task enqueued so far (0 when none).
   uint64_t LastTicket() const;
   // True once every task up to `ticket` has run.
@@ -74,25 +124,38 @@ class HostStream : public std::enable_shared_from_this<HostStream> {
   uint64_t completed_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool worker_started_ ABSL_GUARDED_BY(mu_) = false;
+  // The clock end of ticket completed_ (nullopt before the first task): what
+  // a mark of an already reached point gets. Written by the worker.
+  std::optional<Clock::time_point> reached_end_ ABSL_GUARDED_BY(mu_);
+  // Marks of points not reached yet, one per ticket, in ticket order; the
+  // worker fills and drops each when it completes that ticket. Only events
+  // keep a mark after that, so there is no history: this holds at most one
+  // entry per queued task.
+  std::deque<std::shared_ptr<ClockMark>> pending_marks_ ABSL_GUARDED_BY(mu_);
   // The device clock; touched by the worker thread only.
-  Clock::time_point last_end_;                  // when the previous task ended
-  std::optional<Clock::time_point> clock_end_;  // set by a compute task
+  Clock::time_point last_end_;                  // clock end of the previous task
+  std::optional<Clock::time_point> clock_end_;  // set by a compute or a wait
 };
 
 // A recorded point on a stream. An event never recorded has no stream and
-// counts as complete.
+// counts as complete. Recording again replaces the point; waits enqueued
+// before keep the point they captured.
 class HostEvent {
  public:
+  struct Point {
+    std::shared_ptr<HostStream> stream;     // null: never recorded
+    std::shared_ptr<const ClockMark> mark;  // ticket and clock end
+  };
+
   void Record(std::shared_ptr<HostStream> stream);
-  // The captured point (stream may be null).
-  std::pair<std::shared_ptr<HostStream>, uint64_t> Point() const;
+  // The captured point.
+  Point Recorded() const;
   bool Complete() const;
   void Wait() const;
 
  private:
   mutable absl::Mutex mu_;
-  std::shared_ptr<HostStream> stream_ ABSL_GUARDED_BY(mu_);
-  uint64_t ticket_ ABSL_GUARDED_BY(mu_) = 0;
+  Point point_ ABSL_GUARDED_BY(mu_);
 };
 
 // Handle table. A NULL stream handle is the process's default stream.

@@ -74,10 +74,7 @@ TRIRACE_EXPORT ncclResult_t hostcclStreamWaitEvent(cudaStream_t stream, cudaEven
   if (!s.ok()) return ApiResult("hostcclStreamWaitEvent", s.status());
   absl::StatusOr<std::shared_ptr<HostEvent>> e = LookupEvent(event, "event");
   if (!e.ok()) return ApiResult("hostcclStreamWaitEvent", e.status());
-  auto [source, ticket] = (*e)->Point();
-  if (source != nullptr && source != *s) {
-    (*s)->Enqueue([source = std::move(source), point = ticket] { source->WaitReached(point); });
-  }
+  (*s)->EnqueueWaitEvent(**e);
   return ncclSuccess;
 }
 
