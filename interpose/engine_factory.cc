@@ -72,7 +72,10 @@ absl::StatusOr<std::unique_ptr<OccupancyReader>> MakeOccupancyReader(OccupancySo
 
 absl::StatusOr<std::unique_ptr<sched::Engine>> MakeEngineFromParams(sched::GateOpener* opener, OpLinks& links,
                                                                     sched::EngineOptions options) {
-  auto engine = std::make_unique<sched::Engine>(MakePolicy(ParamChoice<PolicyKind>()), opener, options);
+  const PolicyKind policy = ParamChoice<PolicyKind>();
+  // Only trirace reads the tuner's factors.
+  if (policy != PolicyKind::kTrirace) options.tuning.enabled = false;
+  auto engine = std::make_unique<sched::Engine>(MakePolicy(policy), opener, options);
   links.Register(*engine);
 
   const OccupancySource source = ParamChoice<OccupancySource>();

@@ -19,7 +19,7 @@ void Arrive(GateTicket* t, uint32_t bit) {
   const uint32_t after = before | bit;
   if ((bit & kBoth) != 0 && (after & kBoth) == kBoth && (before & kBoth) != kBoth) {
     // Fails only for a task the engine already dropped at shutdown.
-    t->launcher->engine().Complete(t->task).IgnoreError();
+    t->launcher->engine().Complete(t->task, t->started_ns.load(std::memory_order_acquire)).IgnoreError();
   }
   if (after == GateTicket::kAll) delete t;
 }

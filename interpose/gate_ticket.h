@@ -40,6 +40,9 @@ struct GateTicket {
   std::atomic<int> streams_left{1};  // completion callbacks still to come
   // First opener writes these, before opening the word.
   std::atomic<int64_t> release_ns{0};
+  // When the stream reached an ungated P2P op (host streams only; -1:
+  // unknown), for the engine's tuner.
+  std::atomic<int64_t> started_ns{-1};
   int16_t reason = -1;  // sched::ReleaseReason, written with release_ns
   uint32_t chunk_index = 0;
   uint32_t chunk_count = 1;

@@ -80,9 +80,16 @@ void GatedLauncher::PutGate(CommLane& lane, GateTicket& t) {
   }
 }
 
+void GatedLauncher::StampStart(GateTicket* t, device::StreamHandle stream) {
+  // Without the stamp the tuner uses the submission time, so a failure
+  // here costs only a less precise sample.
+  if (stamp_p2p_start_) dev_.LaunchHostFunc(stream, &TicketStartCallback, t).IgnoreError();
+}
+
 ncclResult_t GatedLauncher::LaunchUngatedP2P(const Op& op, const TraceRecord& base) {
-  const ncclResult_t r = CallReal(real_, op);
   GateTicket* t = NewTicket(nullptr, op.state);
+  StampStart(t, op.stream);
+  const ncclResult_t r = CallReal(real_, op);
   t->records.push_back(base);
   t->records.back().result = r;
   sink_->RecordStarted();

@@ -19,6 +19,7 @@ struct GatedLauncher::TakenGroup {
   TraceRecord first;                          // the first op's record: tag and comm for the task
   TrafficClass traffic_class = TrafficClass::kDense;
   uint64_t bytes = 0;
+  bool receives = false;  // some op is not a send
   std::vector<sched::LinkId> links;  // every op's, once each
 
   TakenGroup(UserGroup& g, const OpLinks& op_links) {
@@ -35,6 +36,7 @@ struct GatedLauncher::TakenGroup {
       }
       traffic_class = MoreUrgent(traffic_class, op_class);
       bytes += op.record.bytes;
+      receives = receives || op.record.func != NcclFunc::kSend;
       bool known = false;
       for (device::StreamHandle s : streams) known = known || s == op.stream;
       if (!known) streams.push_back(op.stream);
@@ -93,9 +95,11 @@ ncclResult_t GatedLauncher::GroupEnd(UserGroup& g) {
       return EndGatedGroup(taken, *g.lane);
     }
     case GroupGating::kP2P: {
-      const ncclResult_t r = real_.GroupEnd();
       TakenGroup taken(g, *links_);
-      EndUngatedGroup(taken);
+      GateTicket* t = NewTicket(nullptr, taken.state);
+      for (device::StreamHandle s : taken.streams) StampStart(t, s);  // before the group's work
+      const ncclResult_t r = real_.GroupEnd();
+      EndUngatedGroup(taken, t);
       return r;
     }
     default:
@@ -135,6 +139,7 @@ ncclResult_t GatedLauncher::EndGatedGroup(TakenGroup& g, CommLane& lane) {
   sched::TaskSpec spec = SpecFor(g.first, g.bytes, g.state);
   spec.traffic_class = g.traffic_class;
   spec.links = std::move(g.links);
+  spec.receives = g.receives;
   if (!Submit(t, std::move(spec), MonotonicNs())) PutGate(lane, *t);
   const ncclResult_t r = real_.GroupEnd();
   if (absl::Status s = dev_.LaunchHostFunc(lane.stream(), &TicketDoneCallback, t); !s.ok()) {
@@ -149,13 +154,13 @@ ncclResult_t GatedLauncher::EndGatedGroup(TakenGroup& g, CommLane& lane) {
   return r;
 }
 
-void GatedLauncher::EndUngatedGroup(TakenGroup& g) {
-  GateTicket* t = NewTicket(nullptr, g.state);
+void GatedLauncher::EndUngatedGroup(TakenGroup& g, GateTicket* t) {
   t->records = std::move(g.records);
   t->streams_left.store(static_cast<int>(g.streams.size()), std::memory_order_relaxed);
   sched::TaskSpec spec = SpecFor(g.first, g.bytes, g.state);
   spec.traffic_class = g.traffic_class;
   spec.links = std::move(g.links);
+  spec.receives = g.receives;
   Submit(t, std::move(spec), MonotonicNs());
   for (device::StreamHandle s : g.streams) {
     if (absl::Status st = dev_.LaunchHostFunc(s, &TicketDoneCallback, t); !st.ok()) {

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/clock.h"
@@ -23,6 +24,46 @@ void TicketDoneCallback(void* p) {
   auto* t = static_cast<GateTicket*>(p);
   t->launcher->TicketDone(t);
 }
+
+void TicketStartCallback(void* p) {
+  std::atomic<int64_t>& started = static_cast<GateTicket*>(p)->started_ns;
+  const int64_t now = MonotonicNs();
+  int64_t seen = started.load(std::memory_order_relaxed);
+  while (now > seen && !started.compare_exchange_weak(seen, now, std::memory_order_release)) {
+  }
+}
+
+namespace {
+
+// The tuner's changes: one INFO line and one trace event each.
+void ReportTuning(const sched::TuningChange& c, RecordSink* sink) {
+  const sched::TuningEvidence& e = c.evidence;
+  const std::string p2p =
+      e.p2p_slowdown > 0 ? absl::StrFormat("P2P beside DENSE %.2fx %s over %d samples", e.p2p_slowdown,
+                                           e.baseline ? "alone" : "its wire time", e.samples)
+                         : absl::StrFormat("P2P beside DENSE not judged (%d samples, %d faster than the link)",
+                                           e.samples, e.too_fast);
+  TRIRACE_INFO(SCHED,
+               "tuner: link %d (%s): window x%.2f -> x%.2f, credit x%.2f -> x%.2f (%s; %s, link use %.0f%%, DENSE "
+               "waited %.0f%% in gaps and %.0f%% beside P2P/SPARSE)",
+               c.link, c.link_name, c.window_before, c.window_scale, c.credit_before, c.credit_scale, c.why, p2p,
+               100 * e.utilisation, 100 * e.held_gap, 100 * e.held_beside);
+  TraceRecord r;
+  r.kind = RecordKind::kTuning;
+  r.start_ns = r.end_ns = MonotonicNs();
+  r.tuning.link = static_cast<int32_t>(c.link);
+  r.tuning.window_scale = static_cast<float>(c.window_scale);
+  r.tuning.credit_scale = static_cast<float>(c.credit_scale);
+  r.tuning.p2p_slowdown = static_cast<float>(e.p2p_slowdown);
+  r.tuning.samples = e.samples;
+  r.tuning.utilisation = static_cast<float>(e.utilisation);
+  r.tuning.held_gap = static_cast<float>(e.held_gap);
+  r.tuning.held_beside = static_cast<float>(e.held_beside);
+  r.tuning.why = c.why;
+  sink->RecordEvent(r);
+}
+
+}  // namespace
 
 uint32_t ParseExcludedRoles(absl::string_view text, std::string* bad) {
   uint32_t mask = 0;
@@ -57,6 +98,8 @@ absl::StatusOr<std::unique_ptr<GatedLauncher>> GatedLauncher::Create(const RealN
   absl::StatusOr<std::unique_ptr<sched::Engine>> engine = MakeEngineFromParams(l.get(), *l->links_);
   if (!engine.ok()) return engine.status();
   l->engine_ = *std::move(engine);
+  l->engine_->SetTuningListener([sink](const sched::TuningChange& c) { ReportTuning(c, sink); });
+  l->stamp_p2p_start_ = l->engine_->options().tuning.enabled && dev.name() == "host";
   if (ParamBool(ParamId::kPeerExchange)) {
     GatedLauncher* self = l.get();
     l->exchange_ = std::make_unique<PeerExchange>(
@@ -148,6 +191,7 @@ sched::TaskSpec GatedLauncher::SpecFor(const TraceRecord& base, uint64_t bytes, 
   spec.bytes = bytes;
   spec.links = links_->For(state, base.func, base.peer_or_root);
   spec.tag = base.tag;
+  spec.receives = base.func != NcclFunc::kSend;
   return spec;
 }
 

@@ -90,6 +90,9 @@ uint32_t ParseExcludedRoles(absl::string_view text, std::string* bad);
 // The completion callback a ticket's stream runs (a C function for the
 // device's host-function call): GatedLauncher::TicketDone.
 void TicketDoneCallback(void* ticket);
+// Stamps GateTicket::started_ns (a host function queued before the op; with
+// several streams the last to get there sets it).
+void TicketStartCallback(void* ticket);
 
 class GatedLauncher final : public Launcher, public sched::GateOpener {
  public:
@@ -152,7 +155,10 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   // An op inside a user group, and the group's end (gated_launch_group.cc).
   ncclResult_t LaunchInGroup(const Op& op, OpRecording* recording);
   ncclResult_t EndGatedGroup(TakenGroup& g, CommLane& lane);
-  void EndUngatedGroup(TakenGroup& g);
+  // `t`: the group's ticket, made (and stamped) before the real GroupEnd.
+  void EndUngatedGroup(TakenGroup& g, GateTicket* t);
+  // Queues TicketStartCallback for `t` on `stream` when stamp_p2p_start_.
+  void StampStart(GateTicket* t, device::StreamHandle stream);
 
   GateTicket* NewTicket(CommLane* lane, CommState* state);
   // The task of `base` (an op of comm `state`); `links` as OpLinks::For
@@ -181,6 +187,10 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   int64_t chunk_ns_ = 0;            // TRIRACE_CHUNK_US
   uint64_t chunk_min_bytes_ = 0;    // TRIRACE_CHUNK_MIN_BYTES
   bool chunk_float_reductions_ = false;  // TRIRACE_CHUNK_FLOAT_REDUCTIONS=on
+  // Stamp when the stream reaches each ungated P2P op, for the tuner: on
+  // host streams, where a host function costs a function call; a CUDA host
+  // function would stall the GPU stream until the host ran it.
+  bool stamp_p2p_start_ = false;
   uint64_t unagreed_chunk_bytes_ = 0;  // for comms without exchanged records
   // The chunk size of ops on `state`.
   uint64_t ChunkBytesOf(const CommState* state) const;

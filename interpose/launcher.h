@@ -56,6 +56,8 @@ class RecordSink {
   virtual void RecordStarted() = 0;
   // `record` is complete (end_ns set). Called once per RecordStarted().
   virtual void RecordFinished(TraceRecord& record, CommState* state) = 0;
+  // An event that is not an op (kTuning), complete as it is.
+  virtual void RecordEvent(const TraceRecord& record) = 0;
 };
 
 class Launcher {

@@ -251,6 +251,10 @@ void Shim::RecordFinished(TraceRecord& record, CommState* state) {
   FinishOp(record, state);
 }
 
+void Shim::RecordEvent(const TraceRecord& record) {
+  if (trace_ != nullptr && recording_.load(std::memory_order_relaxed)) trace_->Record(record);
+}
+
 void Shim::FinishOp(TraceRecord& record, CommState* state) {
   if (state != nullptr) {
     state->stats.in_flight_ns.fetch_add(record.end_ns - record.start_ns, std::memory_order_relaxed);

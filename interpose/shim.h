@@ -160,6 +160,7 @@ class Shim final : private RecordSink {
   // RecordSink: records taken by the gated launcher.
   void RecordStarted() override { in_flight_.fetch_add(1, std::memory_order_relaxed); }
   void RecordFinished(TraceRecord& record, CommState* state) override;
+  void RecordEvent(const TraceRecord& record) override;
   static void OnStreamDone(void* pending);
   // Ends `record` at the op's completion on `stream` (a host function), or
   // now where that cannot be tracked. The record counts as in flight.

@@ -89,6 +89,26 @@ void TraceJson::AppendRecord(const TraceRecord& r, std::string* out) {
       absl::StrAppendFormat(out, ",\"pid\":%d,\"tid\":0,\"args\":{\"iteration\":%d}}", pid_, r.iteration);
       return;
     }
+    case RecordKind::kTuning: {
+      // A counter track per link (its two factors over time) and an instant
+      // saying why and on what evidence.
+      const TraceRecord::Tuning& t = r.tuning;
+      absl::StrAppendFormat(out, "{\"name\":\"tuning link %d\",\"cat\":\"tuning\",\"ph\":\"C\",\"ts\":", t.link);
+      AppendTimestamp(r.start_ns, out);
+      absl::StrAppendFormat(out, ",\"pid\":%d,\"tid\":0,\"args\":{\"window_scale\":%.3f,\"credit_scale\":%.3f}}",
+                            pid_, t.window_scale, t.credit_scale);
+      Separator(out);
+      absl::StrAppendFormat(out, "{\"name\":\"tuning link %d: %s\",\"cat\":\"tuning\",\"ph\":\"i\",\"s\":\"p\",\"ts\":",
+                            t.link, t.why);
+      AppendTimestamp(r.start_ns, out);
+      absl::StrAppendFormat(out,
+                            ",\"pid\":%d,\"tid\":0,\"args\":{\"link\":%d,\"why\":\"%s\",\"window_scale\":%.3f,"
+                            "\"credit_scale\":%.3f,\"p2p_slowdown\":%.3f,\"samples\":%d,\"utilisation\":%.3f,"
+                            "\"held_gap\":%.3f,\"held_beside\":%.3f}}",
+                            pid_, t.link, t.why, t.window_scale, t.credit_scale, t.p2p_slowdown, t.samples,
+                            t.utilisation, t.held_gap, t.held_beside);
+      return;
+    }
     case RecordKind::kCommEvent: {
       const int tid = r.comm_index * kLanesPerComm + Lane(r.comm_index, r.start_ns, r.end_ns);
       absl::StrAppendFormat(out, "{\"name\":\"%s\",\"cat\":\"comm\",\"ph\":\"X\",\"ts\":", CommCallName(r.comm_call));

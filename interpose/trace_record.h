@@ -20,6 +20,7 @@ enum class RecordKind : uint8_t {
   kCommEvent,       // init/split/shrink/finalize/destroy/abort: a slice
   kIterationBegin,  // trirace_iteration_begin: an instant
   kIterationEnd,    // trirace_iteration_end: an instant
+  kTuning,          // the scheduler's tuner changed a link's window or credit
 };
 
 // Where an op slice's end time came from.
@@ -70,6 +71,17 @@ struct TraceRecord {
   int16_t release_reason = -1;         // the policy's reason code
   int32_t chunk_index = -1;
   int32_t chunk_count = -1;
+
+  // kTuning (scheduler/window_tuner.h): the link's factors after the
+  // change, why, and what the tuner measured.
+  struct Tuning {
+    int32_t link = -1;
+    float window_scale = 1, credit_scale = 1;
+    float p2p_slowdown = 0;  // 0: not judged
+    int32_t samples = 0;
+    float utilisation = 0, held_gap = 0, held_beside = 0;
+    const char* why = "";  // a string literal (static storage)
+  } tuning;
 };
 
 }  // namespace trirace::interpose

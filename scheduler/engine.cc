@@ -18,11 +18,16 @@ EngineOptions EngineOptions::FromParams() {
   o.max_hold_ns = ParamInt(ParamId::kMaxHoldUs) * 1000;
   o.max_hold_fraction = ParamDouble(ParamId::kMaxHoldFraction);
   o.occupancy_period_ns = ParamInt(ParamId::kOccupancyPeriodUs) * 1000;
+  o.tuning = WindowTunerConfig::FromParams();
   return o;
 }
 
 Engine::Engine(std::unique_ptr<Policy> policy, GateOpener* opener, EngineOptions options)
-    : options_(options), policy_(std::move(policy)), opener_(opener), poll_interval_ns_(options.min_poll_ns) {
+    : options_(options),
+      policy_(std::move(policy)),
+      opener_(opener),
+      tuner_(options.tuning),
+      poll_interval_ns_(options.min_poll_ns) {
   hold_bound_ns_.store(options_.max_hold_ns, std::memory_order_relaxed);
   if (options_.start_thread) {
     thread_ = std::thread([this] { ThreadMain(); });
@@ -79,6 +84,7 @@ void Engine::ChangeThenPass(absl::FunctionRef<bool(int64_t now, std::vector<Rele
   {
     absl::MutexLock lock(&mu_);
     const int64_t now = options_.clock->NowNs();
+    ObserveLinksLocked(now);
     if (change(now, &released) && !stopped_) {
       PassLocked(now, &released);
       MaybeWakeThreadLocked(now);
@@ -101,10 +107,10 @@ TaskId Engine::Submit(TaskSpec spec, TaskId reserved_id) {
   return id;
 }
 
-absl::Status Engine::Complete(TaskId id) {
+absl::Status Engine::Complete(TaskId id, int64_t started_ns) {
   absl::Status status;
-  ChangeThenPass([&](int64_t, std::vector<ReleasedTask>*) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    status = CompleteLocked(id);
+  ChangeThenPass([&](int64_t now, std::vector<ReleasedTask>*) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    status = CompleteLocked(id, now, started_ns);
     return status.ok();
   });
   return status;
@@ -134,6 +140,11 @@ void Engine::BeginIteration(int64_t iteration) {
     }
     return true;
   });
+}
+
+void Engine::SetTuningListener(std::function<void(const TuningChange&)> listener) {
+  absl::MutexLock lock(&mu_);
+  tuning_listener_ = std::move(listener);
 }
 
 void Engine::Open(const std::vector<ReleasedTask>& released) {

@@ -33,6 +33,12 @@
 // share of the step, so that it means the same on slow and fast links. With the thread running (or
 // Step() called at the time it returned) that pass happens at the bound.
 //
+// Online tuning (options.tuning, TRIRACE_TUNE; window_tuner.h): the engine
+// feeds its tuner every change of link state and every completion, and on
+// each pass applies what it decided to the links' window and credit factors
+// (LinkState::window_scale / credit_scale, which the trirace policy
+// multiplies its limits by) and tells the tuning listener.
+//
 // Engine thread and its CPU cost (adaptive waiting; never spins):
 //   - nothing held or running: blocked on a condition variable, no wake-ups;
 //   - tasks held: wakes at the policy's next timer, the hold bound and, with
@@ -53,8 +59,9 @@
 //
 // Files: engine.cc (the public calls), engine_tasks.cc (the task table),
 // engine_pass.cc (the policy pass and the hold bound), engine_thread.cc (the
-// thread, Step and wake-ups); link_table.h and occupancy_sampler.h hold the
-// link bookkeeping and the occupancy input.
+// thread, Step and wake-ups); link_table.h, occupancy_sampler.h and
+// window_tuner.h hold the link bookkeeping, the occupancy input and the
+// tuner.
 //
 // Thread safety: all public methods are thread-safe. GateOpener::OpenGate
 // is called without the engine's lock held, exactly once per gated task,
@@ -68,6 +75,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -86,6 +94,7 @@
 #include "scheduler/occupancy_sampler.h"
 #include "scheduler/policy.h"
 #include "scheduler/task.h"
+#include "scheduler/window_tuner.h"
 
 namespace trirace::sched {
 
@@ -125,8 +134,11 @@ struct EngineOptions {
   int64_t min_poll_ns = 20'000;
   int64_t max_poll_ns = 1'000'000;
   int64_t occupancy_period_ns = 2'000'000;
-  // TRIRACE_MAX_HOLD_US, TRIRACE_MAX_HOLD_FRACTION, TRIRACE_OCCUPANCY_PERIOD_US;
-  // the rest as above.
+  // Online tuning of each link's DENSE window and credit (window_tuner.h);
+  // off unless enabled.
+  WindowTunerConfig tuning = {};
+  // TRIRACE_MAX_HOLD_US, TRIRACE_MAX_HOLD_FRACTION, TRIRACE_OCCUPANCY_PERIOD_US,
+  // TRIRACE_TUNE*; the rest as above.
   static EngineOptions FromParams();
 };
 
@@ -139,6 +151,7 @@ struct EngineStats {
   uint64_t wakeups = 0;      // engine thread wake-ups
   uint64_t polls = 0;        // CompletionPoller calls
   uint64_t occupancy_samples = 0;
+  uint64_t tuning_changes = 0;  // links whose window or credit the tuner changed
   int64_t longest_hold_ns = 0;  // max over released tasks of release - enqueue
   int64_t thread_cpu_ns = 0;    // CPU time of the engine thread so far
 };
@@ -176,14 +189,19 @@ class Engine {
   // Submit returns. Link ids not yet added with AddLink are dropped from
   // the task.
   TaskId Submit(TaskSpec spec, TaskId reserved_id = 0);
-  // The task's work finished on the device. NotFound for an unknown id,
+  // The task's work finished on the device; `started_ns` (engine clock) is
+  // when the device began it, if the launcher knows (< 0: unknown; the
+  // tuner then uses the release). NotFound for an unknown id,
   // FailedPrecondition for a task whose gate is still closed.
-  absl::Status Complete(TaskId id);
+  absl::Status Complete(TaskId id, int64_t started_ns = -1);
   // A pushed occupancy sample for `link` (the simulator, tests): all traffic
   // measured and, if known (>= 0), this process's own part, in bytes/s.
   void ReportOccupancy(LinkId link, double measured_bytes_per_s, double ours_bytes_per_s = -1);
   // trirace_iteration_begin(): feeds IterationInfo (deadline rule).
   void BeginIteration(int64_t iteration);
+  // Called for every change the tuner makes (options.tuning), with the
+  // engine's lock held: it must be quick and must not call the engine.
+  void SetTuningListener(std::function<void(const TuningChange&)> listener) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Makes the engine thread re-read the clock now (after a ManualClock moved).
   void Kick();
@@ -214,7 +232,11 @@ class Engine {
   Task* AddTaskLocked(TaskId id, TaskSpec spec, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseLocked(Task* task, ReleaseReason reason, int64_t now, std::vector<ReleasedTask>* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CompleteLocked(TaskId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CompleteLocked(TaskId id, int64_t now, int64_t started_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The tuner (engine_pass.cc): integrate the link state up to `now`
+  // (before a change), and apply what it decides on a pass.
+  void ObserveLinksLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void TuneLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // The policy pass and the hold bound at `now` (engine_pass.cc); appends
   // what to open to `out`.
@@ -248,6 +270,9 @@ class Engine {
   std::unordered_map<CommId, uint64_t> comm_seq_ ABSL_GUARDED_BY(mu_);
   LinkTable links_ ABSL_GUARDED_BY(mu_);
   IterationInfo iteration_ ABSL_GUARDED_BY(mu_);
+  WindowTuner tuner_ ABSL_GUARDED_BY(mu_);
+  std::function<void(const TuningChange&)> tuning_listener_ ABSL_GUARDED_BY(mu_);
+  std::vector<TuningChange> tuning_changes_ ABSL_GUARDED_BY(mu_);  // reused
   Decision decision_ ABSL_GUARDED_BY(mu_);
   CompletionPoller* poller_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool sampling_ ABSL_GUARDED_BY(mu_) = false;  // an occupancy reader is set

@@ -13,7 +13,23 @@ constexpr int kMaxRoundsPerPass = 64;
 
 }  // namespace
 
+void Engine::ObserveLinksLocked(int64_t now) {
+  if (tuner_.enabled()) tuner_.Observe(now, links_.Snapshot());
+}
+
+void Engine::TuneLocked(int64_t now) {
+  if (!tuner_.enabled()) return;
+  tuning_changes_.clear();
+  tuner_.Adjust(now, links_.Snapshot(), &tuning_changes_);
+  for (const TuningChange& c : tuning_changes_) {
+    links_.SetScales(c.link, c.window_scale, c.credit_scale);
+    ++stats_.tuning_changes;
+    if (tuning_listener_) tuning_listener_(c);
+  }
+}
+
 void Engine::PassLocked(int64_t now, std::vector<ReleasedTask>* out) {
+  TuneLocked(now);
   policy_wake_ns_ = kNeverNs;
   for (int round = 0; round < kMaxRoundsPerPass && !pending_.empty(); ++round) {
     SchedulerView view;

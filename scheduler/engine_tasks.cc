@@ -71,7 +71,7 @@ void Engine::ReleaseLocked(Task* t, ReleaseReason reason, int64_t now, std::vect
                   t->spec.chunk_index});
 }
 
-absl::Status Engine::CompleteLocked(TaskId id) {
+absl::Status Engine::CompleteLocked(TaskId id, int64_t now, int64_t started_ns) {
   auto it = tasks_.find(id);
   if (it == tasks_.end()) return absl::NotFoundError(absl::StrCat("scheduler: Complete(", id, "): no such task"));
   Task* t = it->second.get();
@@ -79,6 +79,7 @@ absl::Status Engine::CompleteLocked(TaskId id) {
     return absl::FailedPreconditionError(
         absl::StrCat("scheduler: Complete(", id, "): the task's gate is still closed"));
   }
+  if (tuner_.enabled()) tuner_.OnComplete(*t, started_ns, now, links_.Snapshot());
   links_.Account(*t, 0, -1, -static_cast<int64_t>(t->spec.bytes));
   auto r = std::find(running_.begin(), running_.end(), t);
   if (r != running_.end()) running_.erase(r);

@@ -67,7 +67,8 @@ int64_t Engine::Step() {
     absl::MutexLock lock(&mu_);
     const int64_t now = options_.clock->NowNs();
     if (poll) ++stats_.polls;
-    for (TaskId id : done) CompleteLocked(id).IgnoreError();  // already completed via Complete()
+    ObserveLinksLocked(now);
+    for (TaskId id : done) CompleteLocked(id, now, -1).IgnoreError();  // already completed via Complete()
     if (sample) {
       next_sample_ns_ = now + options_.occupancy_period_ns;
       ++stats_.occupancy_samples;

@@ -43,6 +43,12 @@ void LinkTable::ApplyRate(LinkId link, double measured, double ours, int64_t now
   l.busy_since_sample = running;
 }
 
+void LinkTable::SetScales(LinkId link, double window_scale, double credit_scale) {
+  if (!Has(link)) return;
+  links_[link].state.window_scale = window_scale;
+  links_[link].state.credit_scale = credit_scale;
+}
+
 const std::vector<LinkState>& LinkTable::Snapshot() {
   view_.resize(links_.size());
   for (size_t i = 0; i < links_.size(); ++i) view_[i] = links_[i].state;

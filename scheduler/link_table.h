@@ -34,6 +34,8 @@ class LinkTable {
   // A sample of `link` at `now`: all traffic measured, and this process's
   // own part when known (>= 0), in bytes/s. Unknown links are ignored.
   void ApplyRate(LinkId link, double measured, double ours, int64_t now);
+  // The tuner's factors for `link` (LinkState::window_scale, credit_scale).
+  void SetScales(LinkId link, double window_scale, double credit_scale);
 
   // The links as a policy pass sees them (a copy, valid until the next call).
   const std::vector<LinkState>& Snapshot();

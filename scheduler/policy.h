@@ -56,6 +56,10 @@ struct LinkState {
   // All traffic measured on the link, bytes/s (ours included).
   double measured_bytes_per_s = 0;
   int64_t occupancy_ns = -1;  // engine time of the sample; -1 = none yet
+  // The online tuner's factors on the DENSE window and credit
+  // (window_tuner.h); 1 when tuning is off.
+  double window_scale = 1;
+  double credit_scale = 1;
 
   // True when P2P, SPARSE or OTHER traffic is running or held on the link:
   // the classes DENSE must yield to.

@@ -51,6 +51,10 @@ struct TaskSpec {
   uint32_t chunk_count = 1;
   // Opaque value handed back with the release (the launcher's gate slot).
   uint64_t cookie = 0;
+  // false: the task only sends (an ncclSend, or a group of sends). A send
+  // may complete once its bytes are handed to the transport's buffers, so
+  // its duration says little about the link; the tuner times the others.
+  bool receives = true;
   // false: the launcher did not put a gate in front of it (P2P launched
   // straight on the user stream). The engine counts it as running from
   // submission, for link state, and never releases it.

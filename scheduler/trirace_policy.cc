@@ -57,8 +57,10 @@ bool TriracePolicy::DenseFits(const Task& task, const SchedulerView& view, bool*
     if (link == nullptr) continue;
     // [R3] SPARSE counts here; [R10] not when the wire orders the classes.
     const bool higher = !config_.wire_class_priority && link->HigherClassActive();  // [R10]
-    double limit = static_cast<double>(higher ? config_.CreditBytes(link->capacity_bytes_per_s)    // [R5], [R11]
-                                              : config_.WindowBytes(link->capacity_bytes_per_s));  // [R4], [R11]
+    double limit = higher ? static_cast<double>(config_.CreditBytes(link->capacity_bytes_per_s)) *  // [R5], [R11]
+                                link->credit_scale                                                  // [R12]
+                          : static_cast<double>(config_.WindowBytes(link->capacity_bytes_per_s)) *  // [R4], [R11]
+                                link->window_scale;                                                 // [R12]
     const bool fresh = link->occupancy_ns >= 0 &&
                        view.now_ns - link->occupancy_ns <= config_.occupancy_max_age_ns;
     if (fresh && link->capacity_bytes_per_s > 0 && config_.foreign_headroom < 1) {

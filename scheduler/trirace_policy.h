@@ -61,6 +61,9 @@
 //        queue them behind it and holding it back only delays it:
 //        higher-class activity neither limits DENSE to the credit ([R5])
 //        nor closes a gap ([R4]); the window still applies.
+//   [R12] Online tuning: each link's window and credit are multiplied by
+//        the engine's tuner factors (LinkState::window_scale /
+//        credit_scale; window_tuner.h, TRIRACE_TUNE), 1 when tuning is off.
 //
 // Thread safety: see policy.h.
 #ifndef TRIRACE_SCHEDULER_TRIRACE_POLICY_H_

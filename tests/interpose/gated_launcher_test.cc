@@ -197,6 +197,10 @@ class Sink final : public RecordSink {
     std::lock_guard<std::mutex> lock(mu_);
     finished_.push_back(r);
   }
+  void RecordEvent(const TraceRecord& r) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(r);
+  }
   uint64_t started() const { return started_.load(); }
   std::vector<TraceRecord> finished() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -207,6 +211,7 @@ class Sink final : public RecordSink {
   std::atomic<uint64_t> started_{0};
   std::mutex mu_;
   std::vector<TraceRecord> finished_;
+  std::vector<TraceRecord> events_;
 };
 
 // One application call, its buffers and what the launcher did with it.

@@ -89,6 +89,35 @@ TEST(TraceJsonTest, GatedFieldsAppearWhenSet) {
   EXPECT_EQ(a["chunks"], 4);
 }
 
+TEST(TraceJsonTest, ATuningChangeIsACounterAndAnInstantWithItsEvidence) {
+  TraceRecord r;
+  r.kind = RecordKind::kTuning;
+  r.start_ns = r.end_ns = 2'000;
+  r.tuning.link = 3;
+  r.tuning.window_scale = 1.25f;
+  r.tuning.credit_scale = 0.7f;
+  r.tuning.p2p_slowdown = 1.5f;
+  r.tuning.samples = 4;
+  r.tuning.utilisation = 0.5f;
+  r.tuning.held_gap = 0.25f;
+  r.tuning.held_beside = 0.125f;
+  r.tuning.why = "p2p-slowed";
+  nlohmann::json j = Render({r}, {});
+  const auto& counter = j["traceEvents"][0];
+  EXPECT_EQ(counter["ph"], "C");
+  EXPECT_EQ(counter["name"], "tuning link 3");
+  EXPECT_DOUBLE_EQ(counter["args"]["window_scale"].get<double>(), 1.25);
+  EXPECT_DOUBLE_EQ(counter["args"]["credit_scale"].get<double>(), 0.7);
+  const auto& instant = j["traceEvents"][1];
+  EXPECT_EQ(instant["ph"], "i");
+  EXPECT_EQ(instant["name"], "tuning link 3: p2p-slowed");
+  EXPECT_EQ(instant["args"]["why"], "p2p-slowed");
+  EXPECT_EQ(instant["args"]["samples"], 4);
+  EXPECT_DOUBLE_EQ(instant["args"]["p2p_slowdown"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(instant["args"]["held_beside"].get<double>(), 0.125);
+  EXPECT_EQ(counter["ts"], instant["ts"]);
+}
+
 TEST(TraceJsonTest, QuotesEscapeControlCharacters) {
   EXPECT_EQ(JsonQuote("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
   EXPECT_EQ(JsonQuote("host\xff"), "\"host\xef\xbf\xbd\"") << "bytes that are not UTF-8 become U+FFFD";

@@ -414,5 +414,49 @@ TEST(EngineThreadTest, ConcurrentSubmitAndCompleteUnderAdversarial) {
   RunConcurrently(std::make_unique<AdversarialPolicy>(AdversarialPolicyConfig{.seed = 5, .max_delay_ns = kMs / 2}));
 }
 
+// The tuner inside the engine: a link where DENSE waits in a gap while the
+// link is measured mostly idle (the running ops wait for their peers) gets a
+// wider window after one interval; the policy uses it in the same pass, and
+// the listener hears of it.
+TEST(EngineTest, TunerWidensAWindowDenseWaitedOnAndTellsTheListener) {
+  ManualClock clock;
+  RecordingOpener opener;
+  EngineOptions options = SimOptions(&clock, 1'000 * kMs);
+  options.tuning.enabled = true;
+  options.tuning.interval_ns = 100 * kMs;
+  Engine engine(std::make_unique<TriracePolicy>(StrictTrirace()), &opener, options);
+  std::vector<TuningChange> heard;
+  engine.SetTuningListener([&heard](const TuningChange& c) { heard.push_back(c); });
+  const LinkId nic = engine.AddLink({.name = "nic:a", .capacity_bytes_per_s = 1.25e9});
+  std::vector<TaskId> ids;
+  for (CommId comm = 1; comm <= 5; ++comm) ids.push_back(engine.Submit(Dense(2 * kMiB, {nic}, comm)));
+  EXPECT_THAT(opener.ids(), SizeIs(4)) << "8 MiB window";
+  for (int i = 0; i < 10; ++i) {
+    clock.AdvanceNs(10 * kMs);
+    engine.ReportOccupancy(nic, 0.25e9);  // 20% of the link
+  }
+  ASSERT_THAT(heard, SizeIs(1));
+  EXPECT_STREQ(heard[0].why, "window-room");
+  EXPECT_EQ(heard[0].link_name, "nic:a");
+  EXPECT_DOUBLE_EQ(heard[0].window_scale, 1.25);
+  EXPECT_THAT(opener.ids(), SizeIs(5)) << "10 MiB window";
+  EXPECT_EQ(opener.opened()[4].reason, ReleaseReason::kDenseGap);
+  EXPECT_EQ(engine.stats().tuning_changes, 1u);
+}
+
+TEST(EngineTest, TunerOffLeavesTheWindowAlone) {
+  ManualClock clock;
+  RecordingOpener opener;
+  Engine engine(std::make_unique<TriracePolicy>(StrictTrirace()), &opener, SimOptions(&clock, 1'000 * kMs));
+  const LinkId nic = engine.AddLink({.name = "nic:a", .capacity_bytes_per_s = 1.25e9});
+  for (CommId comm = 1; comm <= 5; ++comm) engine.Submit(Dense(2 * kMiB, {nic}, comm));
+  for (int i = 0; i < 10; ++i) {
+    clock.AdvanceNs(10 * kMs);
+    engine.ReportOccupancy(nic, 0.25e9);
+  }
+  EXPECT_THAT(opener.ids(), SizeIs(4));
+  EXPECT_EQ(engine.stats().tuning_changes, 0u);
+}
+
 }  // namespace
 }  // namespace trirace::sched

@@ -1,4 +1,4 @@
-// One test per trirace rule ([R1]..[R10] in scheduler/trirace_policy.h).
+// One test per trirace rule ([R1]..[R12] in scheduler/trirace_policy.h).
 // Each names the line of trirace_policy.cc it pins: deleting or disabling
 // that line makes the test fail.
 #include "scheduler/trirace_policy.h"
@@ -289,6 +289,35 @@ TEST(TriracePolicyTest, DenseWithoutModelledLinksIsNeverHeld) {
   const Task& local = b.Pending(TrafficClass::kDense, 64 * kMiB, {});
   TriracePolicy policy(TestConfig());
   EXPECT_THAT(ReasonFor(b.Decide(policy, 10), local.id), Optional(ReleaseReason::kDenseGap));
+}
+
+// Pins [R12]: `* link->window_scale` and `* link->credit_scale`: the
+// tuner's factors widen or narrow each limit on their own link only.
+TEST(TriracePolicyTest, TunerFactorsScaleWindowAndCreditPerLink) {
+  ViewBuilder b;
+  const LinkId tuned = b.AddLink();
+  const LinkId plain = b.AddLink();
+  b.SetScales(tuned, 1.5, 0.25);
+  const Task& wide = b.Pending(TrafficClass::kDense, 6 * kMiB, {tuned}, 0, 1);
+  const Task& wide2 = b.Pending(TrafficClass::kDense, 6 * kMiB, {tuned}, 0, 2);
+  const Task& narrow = b.Pending(TrafficClass::kDense, 6 * kMiB, {plain}, 0, 3);
+  const Task& narrow2 = b.Pending(TrafficClass::kDense, 6 * kMiB, {plain}, 0, 4);
+  TriracePolicy policy(TestConfig());
+  Decision d = b.Decide(policy, 10);
+  // 12 MiB fit the tuned link's 1.5 x 8 MiB window; the plain one keeps 8 MiB.
+  EXPECT_THAT(ReasonFor(d, wide.id), Optional(ReleaseReason::kDenseGap));
+  EXPECT_THAT(ReasonFor(d, wide2.id), Optional(ReleaseReason::kDenseGap));
+  EXPECT_THAT(ReasonFor(d, narrow.id), Optional(ReleaseReason::kDenseGap));
+  EXPECT_EQ(ReasonFor(d, narrow2.id), std::nullopt);
+
+  ViewBuilder beside;
+  const LinkId nic = beside.AddLink();
+  beside.Running(TrafficClass::kP2P, 1 * kMiB, {nic});
+  const Task& half = beside.Pending(TrafficClass::kDense, kMiB / 2, {nic}, 0, 1);
+  TriracePolicy again(TestConfig());
+  EXPECT_THAT(ReasonFor(beside.Decide(again, 10), half.id), Optional(ReleaseReason::kDenseCredit));
+  beside.SetScales(nic, 1, 0.25);  // credit 256 KiB
+  EXPECT_EQ(ReasonFor(beside.Decide(again, 10), half.id), std::nullopt);
 }
 
 }  // namespace

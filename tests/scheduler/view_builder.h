@@ -37,6 +37,11 @@ class ViewBuilder {
     links_[link].measured_bytes_per_s = bytes_per_s;
     links_[link].occupancy_ns = at_ns;
   }
+  // The tuner's factors on `link`'s window and credit.
+  void SetScales(LinkId link, double window_scale, double credit_scale) {
+    links_[link].window_scale = window_scale;
+    links_[link].credit_scale = credit_scale;
+  }
   // A held task; returns it so a test can tweak the spec.
   Task& Pending(TrafficClass cls, uint64_t bytes, std::vector<LinkId> links, int64_t enqueue_ns = 0,
                 CommId comm = 0) {
