@@ -15,9 +15,9 @@
 //     that ran without it. Each sample is
 //     the task's duration from its start on the stream (or its release when
 //     the launcher cannot tell) to its completion, over its wire time plus
-//     kLatencyFloorNs; a task faster than kMinCost of that did not cross
-//     the link at its rate (its peer was on the same host before the comm's
-//     ranks were known, or the transport buffered it) and is no sample.
+//     kLatencyFloorNs; a task faster than kMinCost of that did not wait
+//     for the link at its rate (its data had arrived before it started, or
+//     its peer is on the same host) and is no sample.
 //     Durations also hold time spent waiting for the peer
 //     (a recv posted before its send), which has nothing to do with the
 //     link, so the tuner compares minima, as delay-based congestion control

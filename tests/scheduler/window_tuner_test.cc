@@ -271,8 +271,8 @@ TEST(WindowTunerTest, SendsAreNotTimed) {
 }
 
 TEST(WindowTunerTest, TasksFasterThanTheLinkAreNoSamples) {
-  // Receives charged to the link that finish in a tenth of their wire time
-  // did not cross it at its rate: they neither hide harm nor count.
+  // Receives that finish in a tenth of their wire time (their data had
+  // arrived before they started) neither hide harm nor count.
   SyntheticLink link(37.5e6, Enabled());
   link.AdvanceTo(0);
   link.Set(1, 1, 1);
