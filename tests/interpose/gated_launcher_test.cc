@@ -47,6 +47,7 @@
 #include "interpose/comm_state.h"
 #include "interpose/device/device.h"
 #include "tests/interpose/fake_device.h"
+#include "tests/interpose/recording_sink.h"
 #include "interpose/forward.h"
 #include "interpose/gated_launcher.h"
 #include "interpose/launcher.h"
@@ -189,30 +190,6 @@ ncclResult_t FakeGroupStart() { return g_nccl->GroupStart(); }
 ncclResult_t FakeGroupEnd() { return g_nccl->GroupEnd(); }
 
 // ------------------------------------------------------------- the shim side
-
-class Sink final : public RecordSink {
- public:
-  void RecordStarted() override { started_.fetch_add(1); }
-  void RecordFinished(TraceRecord& r, CommState*) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    finished_.push_back(r);
-  }
-  void RecordEvent(const TraceRecord& r) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    events_.push_back(r);
-  }
-  uint64_t started() const { return started_.load(); }
-  std::vector<TraceRecord> finished() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return finished_;
-  }
-
- private:
-  std::atomic<uint64_t> started_{0};
-  std::mutex mu_;
-  std::vector<TraceRecord> finished_;
-  std::vector<TraceRecord> events_;
-};
 
 // One application call, its buffers and what the launcher did with it.
 struct AppOp {
