@@ -18,8 +18,11 @@ ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" --timeout 600
 if [ "${TRIRACE_TEST_THREAD_SAFETY:-1}" != "0" ]; then
   tsa_dir="$build_dir-thread-safety"
   echo "== Thread-safety analysis: every module with clang -Wthread-safety in $tsa_dir"
+  # Analysis only, nothing here runs: no optimiser, no debug info (about
+  # 3 minutes instead of 5 on 2 cores).
   CC=clang CXX=clang++ TRIRACE_BUILD_DIR="$tsa_dir" "$root/scripts/build.sh" \
-    -DTRIRACE_THREAD_SAFETY=ON -DTRIRACE_BUILD_TESTS=OFF -DTRIRACE_BUILD_BENCHMARKS=OFF
+    -DTRIRACE_THREAD_SAFETY=ON -DTRIRACE_BUILD_TESTS=OFF -DTRIRACE_BUILD_BENCHMARKS=OFF \
+    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG=-O0 -DCMAKE_CXX_FLAGS_DEBUG=-O0
 fi
 
 if [ "${TRIRACE_TEST_ASAN:-1}" != "0" ]; then

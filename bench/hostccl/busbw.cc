@@ -4,14 +4,13 @@
 // 1 MiB .. 256 MiB at 2 and 4 ranks, printed next to the raw point-to-point
 // throughput of the net plugin measured first in the same run (two ranks,
 // one direction, messages of TRIRACE_HOSTCCL_SLICE_BYTES, the same depth
-// the collectives use). Ranks are processes on this host (loopback). Times
+// the collectives use). Ranks are processes on this host, so the
+// collectives move their bytes through shared memory unless
+// TRIRACE_HOSTCCL_SHM=0 (then through the plugin, over loopback). Times
 // are the best of several runs (each collective timed with a barrier after
 // it), since the host is usually shared.
 //
 //   hostccl_busbw [--max-mib 256] [--ranks 2,4]   (CLI11; --help lists the flags)
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -26,6 +25,7 @@
 #include <nccl.h>
 
 #include "CLI/CLI.hpp"
+#include "bench/hostccl/rank_processes.h"
 #include "common/clock.h"
 #include "common/params.h"
 #include "hostccl/src/bootstrap.h"
@@ -33,19 +33,13 @@
 #include "hostccl/src/net_peer_links.h"
 #include "nccl_adapter/unique_id_text.h"
 
-extern char** environ;
-
 namespace {
 
 using trirace::hostccl::NetPlugin;
 using trirace::hostccl::NetPeerLinks;
+using hostccl_bench::FromHex;
+using hostccl_bench::Spawn;
 
-// A malformed id from the parent is a bug: an all-zero id fails the rendezvous.
-ncclUniqueId FromHex(const std::string& s) {
-  ncclUniqueId id{};
-  trirace::UniqueIdFromHex(s, &id);
-  return id;
-}
 double Now() { return trirace::MonotonicNs() * 1e-9; }
 
 // Raw plugin throughput, rank 0 -> rank 1; rank 1 writes GB/s to `out`.
@@ -140,25 +134,6 @@ int CollRank(int rank, int n, const ncclUniqueId& id, size_t max_bytes, double p
   hostcclStreamDestroy(s);
   ncclCommDestroy(comm);
   return 0;
-}
-
-int Spawn(const std::vector<std::vector<std::string>>& ranks) {
-  std::vector<pid_t> pids;
-  for (auto args : ranks) {
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid;
-    if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) != 0) return 1;
-    pids.push_back(pid);
-  }
-  int bad = 0;
-  for (pid_t p : pids) {
-    int st = 0;
-    waitpid(p, &st, 0);
-    bad += !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  }
-  return bad;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "hostccl/src/bootstrap.h"
 #include "hostccl/src/net_plugin.h"
 #include "hostccl/src/net_peer_links.h"
+#include "hostccl/src/shm_peer_links.h"
 
 namespace trirace::hostccl {
 
@@ -34,25 +35,35 @@ absl::Status CommCore::Init(const ncclUniqueId& id) {
           NetPeerLinks::Create(*plugin, rank_, nranks_, UniqueIdHash(id), config_.traffic_class);
       if (!t.ok()) return t.status();
       net = std::move(*t);
-      payload = net->ListenHandles();
+      payload = net->ListenHandles() + LocalHostIdentity().Encode();
     }
     absl::StatusOr<std::vector<std::string>> all = Rendezvous(id, rank_, nranks_, payload, &abort_);
     if (!all.ok()) return all.status();
     if (net != nullptr) {
       int64_t deadline = MonotonicNs() + ParamInt(ParamId::kHostcclBootstrapTimeoutMs) * 1000000;
       TRIRACE_RETURN_IF_ERROR(net->ConnectAll(*all, deadline, abort_));
-      size_t slot = std::min<size_t>(ParamInt(ParamId::kHostcclSliceBytes), net->MaxMessageBytes());
+      std::vector<HostIdentity> ids;
+      for (const std::string& blob : *all) {
+        absl::StatusOr<HostIdentity> host = HostIdentity::Decode(blob);
+        if (!host.ok()) return host.status();
+        ids.push_back(*host);
+      }
+      // Peers on this host get shared memory; the net plugin carries the rest.
+      absl::StatusOr<std::unique_ptr<ShmPeerLinks>> links =
+          ShmPeerLinks::Create(std::move(net), rank_, nranks_, UniqueIdHash(id), ids, deadline, abort_);
+      if (!links.ok()) return links.status();
+      links_ = std::move(*links);
+      size_t slot = std::min<size_t>(ParamInt(ParamId::kHostcclSliceBytes), links_->MaxMessageBytes());
       slot &= ~size_t{7};
       int depth = std::max<int>(2, static_cast<int>(ParamInt(ParamId::kHostcclPipelineDepth)));
       staging_.assign(2 * static_cast<size_t>(depth) * slot, '\0');
-      absl::StatusOr<std::unique_ptr<MemRegion>> region = net->Register(staging_.data(), staging_.size());
+      absl::StatusOr<std::unique_ptr<MemRegion>> region = links_->Register(staging_.data(), staging_.size());
       if (!region.ok()) return region.status();
       staging_region_ = std::move(*region);
       env_.depth = depth;
       env_.slot_bytes = slot;
       env_.staging = staging_.data();
       env_.staging_region = staging_region_.get();
-      links_ = std::move(net);
     } else {
       env_.slot_bytes = static_cast<size_t>(ParamInt(ParamId::kHostcclSliceBytes));
     }

@@ -45,10 +45,35 @@ TEST(HostcclMultiProcess, SplitByColorAndKey) { ExpectPassed(Launch({"5", "split
 
 TEST(HostcclMultiProcess, NonblockingInitAndFinalize) { ExpectPassed(Launch({"3", "nonblocking"})); }
 
-TEST(HostcclMultiProcess, KilledRankGivesRemoteErrorOnSurvivors) {
-  ProcessResult r = Launch({"3", "kill", "--victim", "2"}, {{"TRIRACE_NET_TIMEOUT_MS", "3000"}});
+// Ranks of one host share memory by default; TRIRACE_HOSTCCL_SHM=0 puts every
+// byte on the net plugin. Both paths must detect a killed rank.
+class HostcclKilledRank : public ::testing::TestWithParam<bool> {};
+
+TEST_P(HostcclKilledRank, GivesRemoteErrorOnSurvivors) {
+  const bool shm = GetParam();
+  ProcessResult r = Launch({"3", "kill", "--victim", "2"}, {{"TRIRACE_NET_TIMEOUT_MS", "3000"},
+                                                              {"TRIRACE_HOSTCCL_SHM", shm ? "1" : "0"}});
   ExpectPassed(r);
   EXPECT_THAT(r.out, HasSubstr("peer death detected"));
+  if (shm) {
+    EXPECT_THAT(r.out, HasSubstr("shared-memory"));  // the survivors' last errors name the path
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Path, HostcclKilledRank, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "shm" : "net"; });
+
+TEST(HostcclMultiProcess, RanksOfOneHostShareMemory) {
+  ProcessResult r = Launch({"3", "groups"}, {{"TRIRACE_DEBUG", "INFO"}});
+  ExpectPassed(r);
+  EXPECT_THAT(r.err, HasSubstr("rank 0: shared memory to 2 same-host peers"));
+}
+
+TEST(HostcclMultiProcess, SweepOverTheNetPluginAlone) {
+  ProcessResult r = Launch({"3", "sweep"}, {{"TRIRACE_HOSTCCL_SHM", "0"}, {"TRIRACE_DEBUG", "INFO"}});
+  ExpectPassed(r);
+  EXPECT_THAT(r.out, HasSubstr(" 0 failed"));
+  EXPECT_THAT(r.err, Not(HasSubstr("shared memory to")));
 }
 
 TEST(HostcclMultiProcess, MissingRankTimesOutWithClearError) {

@@ -1,0 +1,120 @@
+// ShmPeerLinks: a PeerLinks that carries the bytes between ranks on one host
+// through shared memory (ShmRing, one per direction and pair) and hands every
+// other peer to an inner PeerLinks (the net plugin). This is NCCL's choice of
+// the SHM transport inside a node and the network between nodes.
+//
+// "One host" means one host key (LocalHostIdentity): the same TRIRACE_HOST_ID
+// and host name (so the test bed's namespace hosts stay apart), the same
+// kernel boot, the same /dev/shm file system, the same PID and network
+// namespaces and the same uid. Both ranks of a pair must have
+// TRIRACE_HOSTCCL_SHM on.
+//
+// Set-up, after the bootstrap exchange of identities and once the inner links
+// are connected (the handshake runs over them):
+//   1. each rank creates the ring it receives on from each same-host peer and
+//      tells that peer its name (or that it failed);
+//   2. each rank maps the rings it sends on and tells the peer whether it
+//      could. A direction whose ring failed either step stays on the inner
+//      links, with one warning; the names are gone once both sides mapped
+//      them, and Close() removes any still there (a peer that died during
+//      set-up).
+//
+// Data path: Isend/Irecv queue the transfer on the pair's ring and copy what
+// fits at once; Test copies more, on every ring with queued transfers (there
+// is no helper thread: the bytes move when the caller polls). Messages on a ring keep their order, a
+// receive takes one whole message. A peer that closed its end (destroy,
+// abort) or whose process is gone fails the transfer with Unavailable, as a
+// closed connection does on the net path.
+//
+// Thread safety: as PeerLinks.
+#ifndef TRIRACE_HOSTCCL_SRC_SHM_PEER_LINKS_H_
+#define TRIRACE_HOSTCCL_SRC_SHM_PEER_LINKS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "hostccl/src/peer_links.h"
+#include "hostccl/src/shm_ring.h"
+
+namespace trirace::hostccl {
+
+// What a rank tells the others at the bootstrap exchange.
+struct HostIdentity {
+  uint64_t host_key = 0;
+  int32_t pid = 0;
+  bool shm = false;  // TRIRACE_HOSTCCL_SHM on
+
+  static constexpr size_t kWireBytes = 16;
+  std::string Encode() const;
+  // Reads the last kWireBytes of `blob`.
+  static absl::StatusOr<HostIdentity> Decode(const std::string& blob);
+};
+
+// This process's identity (host key from the sources named above).
+HostIdentity LocalHostIdentity();
+
+class ShmPeerLinks final : public PeerLinks {
+ public:
+  // `ids[p]` is rank p's identity; `comm_hash` names the communicator.
+  static absl::StatusOr<std::unique_ptr<ShmPeerLinks>> Create(std::unique_ptr<PeerLinks> inner, int rank, int nranks,
+                                                              uint64_t comm_hash,
+                                                              const std::vector<HostIdentity>& ids,
+                                                              int64_t deadline_ns, const std::atomic<bool>& abort);
+  ~ShmPeerLinks() override;
+
+  // Peers this rank sends to / receives from through shared memory.
+  int shm_send_peers() const;
+  int shm_recv_peers() const;
+
+  absl::StatusOr<std::unique_ptr<MemRegion>> Register(void* base, size_t size) override;
+  absl::StatusOr<void*> Isend(int peer, const void* data, size_t size, MemRegion& region) override;
+  absl::StatusOr<void*> Irecv(int peer, void* data, size_t size, MemRegion& region) override;
+  absl::StatusOr<bool> Test(void* request, size_t* size) override;
+  size_t MaxMessageBytes() const override { return inner_->MaxMessageBytes(); }
+  void SetTransferFunc(NcclFunc func) override { inner_->SetTransferFunc(func); }
+  void Close() override;
+
+ private:
+  struct Request {
+    int peer;
+    bool send;
+    char* data;
+    size_t size;
+    size_t offset = 0;
+    size_t total = 0;
+    bool done = false;
+  };
+  // One direction to or from one peer.
+  struct Lane {
+    std::unique_ptr<ShmRing> ring;
+    std::deque<Request*> queue;  // in posting order
+  };
+
+  ShmPeerLinks(std::unique_ptr<PeerLinks> inner, int rank, int nranks, std::vector<HostIdentity> ids);
+  absl::Status Handshake(uint64_t comm_hash, int64_t deadline_ns, const std::atomic<bool>& abort);
+  absl::StatusOr<void*> Post(int peer, bool send, char* data, size_t size);
+  // Moves what it can on the lane, oldest request first.
+  absl::Status Progress(Lane& lane, int peer, bool send);
+  absl::Status CheckPeerAlive(int peer);
+
+  std::unique_ptr<PeerLinks> inner_;
+  int rank_;
+  int nranks_;
+  std::vector<HostIdentity> ids_;
+  std::vector<Lane> send_;
+  std::vector<Lane> recv_;
+  std::vector<std::string> names_;  // rings we created or opened, to remove at Close
+  absl::flat_hash_map<Request*, std::unique_ptr<Request>> live_;
+  std::vector<int64_t> next_alive_check_ns_;
+  bool closed_ = false;
+};
+
+}  // namespace trirace::hostccl
+
+#endif  // TRIRACE_HOSTCCL_SRC_SHM_PEER_LINKS_H_

@@ -1,0 +1,196 @@
+#include "hostccl/src/shm_ring.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+
+namespace trirace::hostccl {
+namespace {
+
+constexpr uint64_t kMagic = 0x74726972696e6731;  // "triring1"
+constexpr size_t kLine = 64;
+
+// At the start of every slot.
+struct Fragment {
+  uint64_t message_bytes;
+  uint64_t offset;
+  uint64_t bytes;
+};
+static_assert(sizeof(Fragment) <= kLine);
+
+absl::Status Errno(const char* what, const std::string& name, int err) {
+  std::string text = absl::StrFormat("%s %s: %s", what, name, std::strerror(err));
+  if (err == ENOSPC || err == ENOMEM) return absl::ResourceExhaustedError(text + " (is /dev/shm full?)");
+  return absl::UnavailableError(text);
+}
+
+}  // namespace
+
+// The segment's first bytes; each atomic on its own cache line so that the
+// sender's and the receiver's stores do not share one.
+struct ShmRing::Header {
+  std::atomic<uint64_t> magic;  // written last by the creator
+  uint64_t slot_bytes;
+  uint64_t slots;
+  alignas(kLine) std::atomic<uint64_t> head;  // fragments published (sender)
+  alignas(kLine) std::atomic<uint64_t> tail;  // fragments consumed (receiver)
+  alignas(kLine) std::atomic<uint32_t> closed;
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
+              "ring indices must be address-free atomics to live in shared memory");
+
+namespace {
+constexpr size_t kHeaderBytes = 4 * kLine;
+size_t SlotStride(size_t slot_bytes) { return kLine + (slot_bytes + kLine - 1) / kLine * kLine; }
+size_t MapBytes(size_t slot_bytes) { return kHeaderBytes + ShmRing::kSlots * SlotStride(slot_bytes); }
+}  // namespace
+
+std::string ShmRing::Name(uint64_t comm_hash, int src, int dst) {
+  return absl::StrFormat("/trirace-hostccl-u%d-%016x-%d-%d", static_cast<int>(getuid()), comm_hash, src, dst);
+}
+
+ShmRing::ShmRing(void* base, size_t map_bytes, size_t slot_bytes)
+    : base_(base), map_bytes_(map_bytes), slot_bytes_(slot_bytes) {}
+
+ShmRing::~ShmRing() {
+  Close();
+  munmap(base_, map_bytes_);
+}
+
+ShmRing::Header& ShmRing::header() const {
+  static_assert(sizeof(Header) <= kHeaderBytes);
+  return *static_cast<Header*>(base_);
+}
+
+char* ShmRing::slot(uint64_t index) const {
+  return static_cast<char*>(base_) + kHeaderBytes + (index % kSlots) * SlotStride(slot_bytes_);
+}
+
+absl::StatusOr<std::unique_ptr<ShmRing>> ShmRing::Create(const std::string& name, size_t slot_bytes) {
+  if (slot_bytes == 0) return absl::InvalidArgumentError("shared-memory ring with 0-byte slots");
+  int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return Errno("creating shared memory", name, errno);
+  absl::Cleanup close_fd = [fd] { close(fd); };
+  absl::Cleanup remove = [&name] { shm_unlink(name.c_str()); };
+  const size_t bytes = MapBytes(slot_bytes);
+  if (int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); err != 0) {
+    return Errno(absl::StrFormat("reserving %zu bytes of shared memory for", bytes).c_str(), name, err);
+  }
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) return Errno("mapping shared memory", name, errno);
+  std::unique_ptr<ShmRing> ring(new ShmRing(base, bytes, slot_bytes));
+  Header* h = new (base) Header;
+  h->slot_bytes = slot_bytes;
+  h->slots = kSlots;
+  h->head.store(0, std::memory_order_relaxed);
+  h->tail.store(0, std::memory_order_relaxed);
+  h->closed.store(0, std::memory_order_relaxed);
+  h->magic.store(kMagic, std::memory_order_release);
+  std::move(remove).Cancel();
+  return ring;
+}
+
+absl::StatusOr<std::unique_ptr<ShmRing>> ShmRing::Open(const std::string& name) {
+  int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) return Errno("opening shared memory", name, errno);
+  absl::Cleanup close_fd = [fd] { close(fd); };
+  shm_unlink(name.c_str());  // both sides hold it now; nothing is left behind
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return Errno("inspecting shared memory", name, errno);
+  if (st.st_uid != getuid()) {
+    return absl::PermissionDeniedError(absl::StrFormat("shared memory %s belongs to uid %d, not to us (uid %d)",
+                                                       name, static_cast<int>(st.st_uid),
+                                                       static_cast<int>(getuid())));
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size < kHeaderBytes) return absl::InternalError(absl::StrFormat("shared memory %s is too small (%zu bytes)", name, size));
+  void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) return Errno("mapping shared memory", name, errno);
+  const Header& h = *static_cast<Header*>(base);
+  if (h.magic.load(std::memory_order_acquire) != kMagic || h.slots != kSlots || h.slot_bytes == 0 ||
+      MapBytes(h.slot_bytes) != size) {
+    munmap(base, size);
+    return absl::InternalError(absl::StrFormat("shared memory %s is not a hostccl ring of this version", name));
+  }
+  return std::unique_ptr<ShmRing>(new ShmRing(base, size, h.slot_bytes));
+}
+
+void ShmRing::Unlink(const std::string& name) { shm_unlink(name.c_str()); }
+
+absl::StatusOr<bool> ShmRing::Push(const char* data, size_t size, size_t* offset) {
+  Header& h = header();
+  if (h.closed.load(std::memory_order_acquire) != 0 && !closed_by_me_) {
+    return absl::UnavailableError("the receiving rank closed the shared-memory link (it destroyed or aborted the communicator)");
+  }
+  uint64_t head = h.head.load(std::memory_order_relaxed);
+  const uint64_t tail = h.tail.load(std::memory_order_acquire);
+  bool first = *offset == 0;
+  while ((*offset < size || first) && head - tail < kSlots) {
+    char* s = slot(head);
+    const size_t n = std::min(slot_bytes_, size - *offset);
+    Fragment f{size, *offset, n};
+    std::memcpy(s, &f, sizeof(f));
+    if (n > 0) std::memcpy(s + kLine, data + *offset, n);
+    *offset += n;
+    ++head;
+    h.head.store(head, std::memory_order_release);
+    first = false;
+  }
+  // Done once every byte is out and at least the first fragment went.
+  return *offset == size && !(size == 0 && first);
+}
+
+absl::StatusOr<bool> ShmRing::Pop(char* buf, size_t capacity, size_t* offset, size_t* total) {
+  Header& h = header();
+  uint64_t tail = h.tail.load(std::memory_order_relaxed);
+  for (;;) {
+    const uint64_t head = h.head.load(std::memory_order_acquire);
+    if (tail == head) {
+      if (h.closed.load(std::memory_order_acquire) != 0 && !closed_by_me_) {
+        return absl::UnavailableError("the sending rank closed the shared-memory link (it destroyed or aborted the communicator)");
+      }
+      return false;
+    }
+    Fragment f;
+    const char* s = slot(tail);
+    std::memcpy(&f, s, sizeof(f));
+    if (f.offset != *offset || f.bytes > slot_bytes_ || f.offset + f.bytes > f.message_bytes) {
+      return absl::InternalError(absl::StrFormat(
+          "shared-memory ring out of step: fragment at offset %d of %d bytes where offset %d was expected",
+          f.offset, f.message_bytes, *offset));
+    }
+    if (f.message_bytes > capacity) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "a message of %d bytes arrived for a receive of %zu bytes", f.message_bytes, capacity));
+    }
+    *total = f.message_bytes;
+    if (f.bytes > 0) std::memcpy(buf + f.offset, s + kLine, f.bytes);
+    *offset += f.bytes;
+    ++tail;
+    h.tail.store(tail, std::memory_order_release);
+    if (*offset == f.message_bytes) return true;
+  }
+}
+
+void ShmRing::Close() {
+  if (closed_by_me_) return;
+  closed_by_me_ = true;
+  header().closed.store(1, std::memory_order_release);
+}
+
+bool ShmRing::peer_closed() const {
+  return !closed_by_me_ && header().closed.load(std::memory_order_acquire) != 0;
+}
+
+}  // namespace trirace::hostccl
