@@ -110,6 +110,22 @@ void CommCore::Arrive(Launch& launch) {
   --launch.pending_streams;
 }
 
+bool CommCore::ArriveAndRun(const std::shared_ptr<Launch>& launch) {
+  {
+    // Claimed under the lock that Arrive releases, so the executor's wait
+    // never sees this launch ready and does not wake for it.
+    absl::MutexLock lock(&mu_);
+    --launch->pending_streams;
+    if (launch->pending_streams > 0 || running_ || abort_.load() || queue_.empty() || queue_.front() != launch) {
+      return false;
+    }
+    queue_.pop_front();
+    running_ = true;
+  }
+  Run(*launch);
+  return true;
+}
+
 void CommCore::Flush() {
   absl::MutexLock lock(&mu_);
   auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return completed_ == submitted_; };
@@ -122,30 +138,36 @@ void CommCore::RunExecutor() {
     {
       absl::MutexLock lock(&mu_);
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return abort_.load() || (!queue_.empty() && queue_.front()->pending_streams <= 0) ||
+        return abort_.load() || (!running_ && !queue_.empty() && queue_.front()->pending_streams <= 0) ||
                (stop_ && queue_.empty());
       };
       mu_.Await(absl::Condition(&ready));
       if (abort_.load() || queue_.empty()) return;
       launch = std::move(queue_.front());
       queue_.pop_front();
+      running_ = true;
     }
-    ncclResult_t result = AsyncState();
-    if (result == ncclSuccess) {
-      absl::Status s = Execute(*launch);
-      if (!s.ok()) {
-        TRIRACE_WARN(NET, "hostccl: rank %d of %d%s%s: operation failed: %s", rank_, nranks_,
-                     config_.name.empty() ? "" : " comm ", config_.name, s.message());
-        RecordError(s);
-        result = ToNcclResult(s);
-      }
-    }
-    launch->result = result;
-    launch->core.reset();
-    launch->done.Notify();
-    absl::MutexLock lock(&mu_);
-    ++completed_;
+    Run(*launch);
   }
+}
+
+void CommCore::Run(Launch& launch) {
+  ncclResult_t result = AsyncState();
+  if (result == ncclSuccess) {
+    absl::Status s = Execute(launch);
+    if (!s.ok()) {
+      TRIRACE_WARN(NET, "hostccl: rank %d of %d%s%s: operation failed: %s", rank_, nranks_,
+                   config_.name.empty() ? "" : " comm ", config_.name, s.message());
+      RecordError(s);
+      result = ToNcclResult(s);
+    }
+  }
+  launch.result = result;
+  launch.core.reset();
+  launch.done.Notify();
+  absl::MutexLock lock(&mu_);
+  ++completed_;
+  running_ = false;
 }
 
 absl::Status CommCore::Execute(const Launch& launch) {
@@ -203,6 +225,10 @@ void CommCore::Abort() {
   std::deque<std::shared_ptr<Launch>> failed;
   {
     absl::MutexLock lock(&mu_);
+    // A launch running on a stream's thread stops at its next abort check;
+    // the links it uses are closed only after that.
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !running_; };
+    mu_.Await(absl::Condition(&idle));
     failed.swap(queue_);
     completed_ += failed.size();
   }

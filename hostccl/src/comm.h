@@ -11,7 +11,10 @@
 // launch first waits until every stream it was enqueued on has reached it
 // (Arrive), then runs its collectives in order and its send/receives
 // together, then signals `done`; the streams wait for that before running
-// later work. A failed launch sets the asynchronous error; later launches
+// later work. One launch runs at a time. When the only stream of a launch
+// reaches it while it is next and nothing runs, that stream's thread runs
+// it itself (ArriveAndRun): two thread hand-offs fewer per operation, the
+// same order. A failed launch sets the asynchronous error; later launches
 // then fail at once (the API layer rejects new calls with that error).
 //
 // Abort raises a flag every data-mover loop checks, fails queued launches, stops
@@ -87,6 +90,10 @@ class CommCore : public std::enable_shared_from_this<CommCore> {
   void Submit(std::shared_ptr<Launch> launch);
   // Called by a stream that has reached `launch`.
   void Arrive(Launch& launch);
+  // Arrive, then, when this was the last stream `launch` waited for, it is
+  // next and nothing runs, run it on the calling thread and return true
+  // (`done` is notified). False: the executor runs it; wait for `done`.
+  bool ArriveAndRun(const std::shared_ptr<Launch>& launch);
   // Blocks until every submitted launch has completed.
   void Flush();
   // Runs an internal AllGather of `mine` (same size on every rank) through
@@ -114,6 +121,8 @@ class CommCore : public std::enable_shared_from_this<CommCore> {
   };
 
   void RunExecutor();
+  // Runs a launch taken off the queue (running_ set), then clears running_.
+  void Run(Launch& launch);
   absl::Status Execute(const Launch& launch);
   void RecordError(const absl::Status& s);
   void StopExecutor();
@@ -127,13 +136,14 @@ class CommCore : public std::enable_shared_from_this<CommCore> {
   std::unique_ptr<PeerLinks> links_;
   std::vector<char> staging_;
   std::unique_ptr<MemRegion> staging_region_;
-  MoverEnv env_;  // used by the executor thread only
+  MoverEnv env_;  // used by the thread that runs a launch (one at a time)
 
   mutable absl::Mutex mu_;
   std::deque<std::shared_ptr<Launch>> queue_ ABSL_GUARDED_BY(mu_);
   uint64_t submitted_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t completed_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool running_ ABSL_GUARDED_BY(mu_) = false;  // a launch runs (executor or a stream)
   std::string error_message_ ABSL_GUARDED_BY(mu_);
   std::map<int, UserOp> user_ops_ ABSL_GUARDED_BY(mu_);
   int next_user_op_ ABSL_GUARDED_BY(mu_) = ncclNumOps;

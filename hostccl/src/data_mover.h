@@ -87,11 +87,12 @@ struct P2pTransfer {
 
 absl::Status RunP2p(const std::vector<P2pTransfer>& transfers, MoverEnv& env);
 
-// Idle back-off shared by the movers: yields first, then sleeps briefly.
+// Idle back-off shared by the movers: yields first, then waits on the links
+// (PeerLinks::WaitForActivity), or sleeps when there are none.
 class Backoff {
  public:
   void Reset() { idle_ = 0; }
-  void Idle();
+  void Idle(PeerLinks* links = nullptr);
 
  private:
   int idle_ = 0;

@@ -85,6 +85,12 @@ void Issue(std::vector<PendingOp> ops) {
     std::vector<std::pair<std::shared_ptr<CommCore>, std::shared_ptr<Launch>>> work;
     for (auto& l : launches) work.emplace_back(l->core, l);
     stream->Enqueue([work = std::move(work)]() mutable {
+      // One launch: this thread may run it. Several (a group over several
+      // comms) must progress together, so the executors run them.
+      if (work.size() == 1) {
+        if (!work[0].first->ArriveAndRun(work[0].second)) work[0].second->done.WaitForNotification();
+        return;
+      }
       for (auto& [core, launch] : work) core->Arrive(*launch);
       for (auto& [core, launch] : work) launch->done.WaitForNotification();
     });

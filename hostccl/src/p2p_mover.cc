@@ -106,7 +106,7 @@ absl::Status RunP2p(const std::vector<P2pTransfer>& transfers, MoverEnv& env) {
     if (progress) {
       backoff.Reset();
     } else {
-      backoff.Idle();
+      backoff.Idle(env.links);
     }
   }
 }

@@ -19,8 +19,10 @@
 #ifndef TRIRACE_HOSTCCL_SRC_PEER_LINKS_H_
 #define TRIRACE_HOSTCCL_SRC_PEER_LINKS_H_
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
+#include <thread>
 
 #include "absl/status/statusor.h"
 #include "common/nccl_func.h"
@@ -59,6 +61,10 @@ class PeerLinks {
   // A hint: the transfers that follow serve NCCL function `func` (a net
   // plugin v11 gets it with setNetAttr). May be ignored.
   virtual void SetTransferFunc(NcclFunc func) { (void)func; }
+  // Called by a caller with nothing to do: returns when a transfer may have
+  // progressed. Links that cannot tell sleep `hint`; links that can (shared
+  // memory) may block longer, up to 1 ms, and return as soon as data comes.
+  virtual void WaitForActivity(std::chrono::microseconds hint) { std::this_thread::sleep_for(hint); }
   // Closes every link; later calls fail. Idempotent.
   virtual void Close() = 0;
 };

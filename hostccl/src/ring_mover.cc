@@ -25,13 +25,19 @@ absl::Status MoverEnv::AddRegion(const void* p, size_t n) {
   return absl::OkStatus();
 }
 
-void Backoff::Idle() {
+void Backoff::Idle(PeerLinks* links) {
   // The plugin's own threads move the bytes; polling harder only steals
   // their CPU, so after a few yields sleep a little.
-  if (++idle_ < 32) {
+  if (idle_ < (1 << 20)) ++idle_;
+  if (idle_ < 32) {
     std::this_thread::yield();
+    return;
+  }
+  const std::chrono::microseconds pause(idle_ < 256 ? 5 : 50);
+  if (links != nullptr) {
+    links->WaitForActivity(pause);
   } else {
-    std::this_thread::sleep_for(std::chrono::microseconds(idle_ < 256 ? 5 : 50));
+    std::this_thread::sleep_for(pause);
   }
 }
 
@@ -159,7 +165,7 @@ absl::Status RunRing(const RingPlan& plan, MoverEnv& env) {
     if (progress) {
       backoff.Reset();
     } else {
-      backoff.Idle();
+      backoff.Idle(env.links);
     }
   }
   return absl::OkStatus();

@@ -21,7 +21,9 @@
 //
 // Data path: Isend/Irecv queue the transfer on the pair's ring and copy what
 // fits at once; Test copies more, on every ring with queued transfers (there
-// is no helper thread: the bytes move when the caller polls). Messages on a ring keep their order, a
+// is no helper thread: the bytes move when the caller polls). A caller with
+// nothing to do waits on the ring's doorbell instead of sleeping, so a
+// waiting receive costs no CPU and wakes as soon as the data is there. Messages on a ring keep their order, a
 // receive takes one whole message. A peer that closed its end (destroy,
 // abort) or whose process is gone fails the transfer with Unavailable, as a
 // closed connection does on the net path.
@@ -78,6 +80,10 @@ class ShmPeerLinks final : public PeerLinks {
   absl::StatusOr<bool> Test(void* request, size_t* size) override;
   size_t MaxMessageBytes() const override { return inner_->MaxMessageBytes(); }
   void SetTransferFunc(NcclFunc func) override { inner_->SetTransferFunc(func); }
+  // Blocks on the ring's doorbell (up to 1 ms) when every transfer in flight
+  // is a receive on one ring, as when a pipeline stage waits for its input;
+  // otherwise as the inner links.
+  void WaitForActivity(std::chrono::microseconds hint) override;
   void Close() override;
 
  private:
@@ -102,6 +108,7 @@ class ShmPeerLinks final : public PeerLinks {
   // Moves what it can on the lane, oldest request first.
   absl::Status Progress(Lane& lane, int peer, bool send);
   absl::Status CheckPeerAlive(int peer);
+  absl::StatusOr<void*> CountInner(absl::StatusOr<void*> request);
 
   std::unique_ptr<PeerLinks> inner_;
   int rank_;
@@ -111,6 +118,7 @@ class ShmPeerLinks final : public PeerLinks {
   std::vector<Lane> recv_;
   std::vector<std::string> names_;  // rings we created or opened, to remove at Close
   absl::flat_hash_map<Request*, std::unique_ptr<Request>> live_;
+  int inner_in_flight_ = 0;  // requests of the inner links not yet seen done
   std::vector<int64_t> next_alive_check_ns_;
   bool closed_ = false;
 };

@@ -1,7 +1,9 @@
 #include "hostccl/src/shm_ring.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <new>
 
 #include "absl/cleanup/cleanup.h"
@@ -18,7 +21,7 @@
 namespace trirace::hostccl {
 namespace {
 
-constexpr uint64_t kMagic = 0x74726972696e6731;  // "triring1"
+constexpr uint64_t kMagic = 0x74726972696e6732;  // "triring2"
 constexpr size_t kLine = 64;
 
 // At the start of every slot.
@@ -46,12 +49,15 @@ struct ShmRing::Header {
   alignas(kLine) std::atomic<uint64_t> head;  // fragments published (sender)
   alignas(kLine) std::atomic<uint64_t> tail;  // fragments consumed (receiver)
   alignas(kLine) std::atomic<uint32_t> closed;
+  alignas(kLine) std::atomic<uint32_t> doorbell;  // futex word: bumped to wake the receiver
+  std::atomic<uint32_t> receiver_waiting;
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
               "ring indices must be address-free atomics to live in shared memory");
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "the doorbell is a futex word");
 
 namespace {
-constexpr size_t kHeaderBytes = 4 * kLine;
+constexpr size_t kHeaderBytes = 5 * kLine;
 size_t SlotStride(size_t slot_bytes) { return kLine + (slot_bytes + kLine - 1) / kLine * kLine; }
 size_t MapBytes(size_t slot_bytes) { return kHeaderBytes + ShmRing::kSlots * SlotStride(slot_bytes); }
 }  // namespace
@@ -96,6 +102,8 @@ absl::StatusOr<std::unique_ptr<ShmRing>> ShmRing::Create(const std::string& name
   h->head.store(0, std::memory_order_relaxed);
   h->tail.store(0, std::memory_order_relaxed);
   h->closed.store(0, std::memory_order_relaxed);
+  h->doorbell.store(0, std::memory_order_relaxed);
+  h->receiver_waiting.store(0, std::memory_order_relaxed);
   h->magic.store(kMagic, std::memory_order_release);
   std::move(remove).Cancel();
   return ring;
@@ -136,6 +144,7 @@ absl::StatusOr<bool> ShmRing::Push(const char* data, size_t size, size_t* offset
   uint64_t head = h.head.load(std::memory_order_relaxed);
   const uint64_t tail = h.tail.load(std::memory_order_acquire);
   bool first = *offset == 0;
+  bool published = false;
   while ((*offset < size || first) && head - tail < kSlots) {
     char* s = slot(head);
     const size_t n = std::min(slot_bytes_, size - *offset);
@@ -146,7 +155,9 @@ absl::StatusOr<bool> ShmRing::Push(const char* data, size_t size, size_t* offset
     ++head;
     h.head.store(head, std::memory_order_release);
     first = false;
+    published = true;
   }
+  if (published) RingDoorbell();
   // Done once every byte is out and at least the first fragment went.
   return *offset == size && !(size == 0 && first);
 }
@@ -183,10 +194,37 @@ absl::StatusOr<bool> ShmRing::Pop(char* buf, size_t capacity, size_t* offset, si
   }
 }
 
+// The receiver announces itself, then looks at head; the sender publishes,
+// then looks for a waiter. With a full fence on both sides at least one
+// sees the other's store, so a wake-up is never lost: either the receiver
+// finds the fragment, or the sender bumps the word the receiver waits on
+// (FUTEX_WAIT then returns at once, the word having changed).
+void ShmRing::RingDoorbell() {
+  Header& h = header();
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (h.receiver_waiting.load(std::memory_order_relaxed) == 0) return;
+  h.doorbell.fetch_add(1, std::memory_order_release);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&h.doorbell), FUTEX_WAKE, 1, nullptr, nullptr, 0);
+}
+
+void ShmRing::WaitForData(int64_t timeout_ns) {
+  Header& h = header();
+  const uint32_t seen = h.doorbell.load(std::memory_order_acquire);
+  h.receiver_waiting.store(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (h.head.load(std::memory_order_relaxed) == h.tail.load(std::memory_order_relaxed) &&
+      h.closed.load(std::memory_order_relaxed) == 0) {
+    timespec ts{static_cast<time_t>(timeout_ns / 1000000000), static_cast<long>(timeout_ns % 1000000000)};
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&h.doorbell), FUTEX_WAIT, seen, &ts, nullptr, 0);
+  }
+  h.receiver_waiting.store(0, std::memory_order_relaxed);
+}
+
 void ShmRing::Close() {
   if (closed_by_me_) return;
   closed_by_me_ = true;
   header().closed.store(1, std::memory_order_release);
+  RingDoorbell();
 }
 
 bool ShmRing::peer_closed() const {

@@ -69,6 +69,12 @@ class ShmRing {
   // sender closed the ring with nothing left to read.
   absl::StatusOr<bool> Pop(char* buf, size_t capacity, size_t* offset, size_t* total);
 
+  // Receiver: blocks until the sender publishes a fragment or closes the
+  // ring, or `timeout_ns` passes; returns at once when a fragment is there.
+  // The sender rings a doorbell (a futex word in the segment) only while
+  // the receiver waits, so a busy ring costs no system call.
+  void WaitForData(int64_t timeout_ns);
+
   // Marks the ring closed for the other side (idempotent).
   void Close();
   // True when the other side closed the ring.
@@ -80,6 +86,7 @@ class ShmRing {
   ShmRing(void* base, size_t map_bytes, size_t slot_bytes);
   Header& header() const;
   char* slot(uint64_t index) const;
+  void RingDoorbell();
 
   void* base_;
   size_t map_bytes_;

@@ -123,6 +123,9 @@ TEST_F(TestbedScript, LinksCarryTheMtuAndTheSwitchSideHasTheQueue) {
     EXPECT_THAT(LinkLine(host, "tb0"), AllOf(HasSubstr("mtu 4000 "), HasSubstr("qlen 1000")));
     EXPECT_EQ(RunProcess({"ip", "netns", "exec", host, "sysctl", "-n", "net.ipv4.tcp_limit_output_bytes"}).out,
               "262144\n");
+    // Idle connections keep their window, as on a cluster fabric.
+    EXPECT_EQ(RunProcess({"ip", "netns", "exec", host, "sysctl", "-n", "net.ipv4.tcp_slow_start_after_idle"}).out,
+              "0\n");
     EXPECT_THAT(LinkLine(name + "-fab", port), AllOf(HasSubstr("mtu 4000 "), HasSubstr("qlen 31")));
   }
   EXPECT_THAT(LinkLine(name + "-fab", "tbbr0"), HasSubstr("mtu 4000 "));

@@ -35,6 +35,11 @@ readonly HOST_QUEUE_FRAMES=1000  # a host's transmit queue: Linux's default txqu
 # net.ipv4.tcp_limit_output_bytes): Linux's default of 4 MiB is sized for
 # 100 Gbit/s NICs and lets one socket queue 100 ms at the test bed's rates.
 readonly HOST_TSQ_BYTES=262144
+# Whether a TCP connection idle for a retransmission timeout starts again
+# from its initial window (net.ipv4.tcp_slow_start_after_idle). Off: a
+# cluster fabric (RDMA, or TCP clusters tuned for NCCL) sends a pipeline's
+# next activation at once, whatever the gap since the last.
+readonly HOST_SLOW_START_AFTER_IDLE=0
 
 usage() {
   cat <<'EOF'

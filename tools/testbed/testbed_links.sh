@@ -142,6 +142,8 @@ create_testbed() {
     # Kernels without the per-namespace sysctl keep their own limit.
     ip netns exec "$ns" sysctl -qw net.ipv4.tcp_limit_output_bytes="$HOST_TSQ_BYTES" >/dev/null 2>&1 ||
       log "host $i: could not set net.ipv4.tcp_limit_output_bytes; sockets may queue more on its uplinks"
+    ip netns exec "$ns" sysctl -qw net.ipv4.tcp_slow_start_after_idle="$HOST_SLOW_START_AFTER_IDLE" >/dev/null 2>&1 ||
+      log "host $i: could not set net.ipv4.tcp_slow_start_after_idle"
     for ((k = 0; k < NICS; k++)); do add_uplink "$name" "$i" "$k"; done
     # Rails beyond --nics left from an earlier `up` of the same name (the
     # veth's fabric end goes with it).
