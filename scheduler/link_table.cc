@@ -6,53 +6,48 @@
 namespace trirace::sched {
 
 LinkId LinkTable::Add(const LinkSpec& spec) {
-  Link link;
-  link.state.id = static_cast<LinkId>(links_.size());
-  link.state.name = spec.name;
-  link.state.capacity_bytes_per_s = spec.capacity_bytes_per_s;
-  links_.push_back(std::move(link));
-  return links_.back().state.id;
+  LinkState state;
+  state.id = static_cast<LinkId>(states_.size());
+  state.name = spec.name;
+  state.capacity_bytes_per_s = spec.capacity_bytes_per_s;
+  states_.push_back(std::move(state));
+  busy_since_sample_.push_back(0);
+  return states_.back().id;
 }
 
 void LinkTable::Account(const Task& task, int delta_pending, int delta_running, int64_t delta_bytes) {
   const int c = ClassIndex(task.traffic_class());
   for (LinkId id : task.spec.links) {
     if (!Has(id)) continue;
-    LinkState& s = links_[id].state;
+    LinkState& s = states_[id];
     s.pending[c] += delta_pending;
     s.running[c] += delta_running;
     s.inflight_bytes[c] += delta_bytes;
-    if (delta_running > 0) links_[id].busy_since_sample = true;
+    if (delta_running > 0) busy_since_sample_[id] = 1;
   }
   inflight_[c] += delta_bytes;
 }
 
 void LinkTable::ApplyRate(LinkId link, double measured, double ours, int64_t now) {
   if (!Has(link)) return;
-  Link& l = links_[link];
-  l.state.measured_bytes_per_s = measured;
+  LinkState& s = states_[link];
+  s.measured_bytes_per_s = measured;
   if (ours >= 0) {
-    l.state.foreign_bytes_per_s = std::max(0.0, measured - ours);
-  } else if (!l.busy_since_sample) {
+    s.foreign_bytes_per_s = std::max(0.0, measured - ours);
+  } else if (!busy_since_sample_[link]) {
     // None of our tasks ran on the link over the interval: all of it is foreign.
-    l.state.foreign_bytes_per_s = measured;
+    s.foreign_bytes_per_s = measured;
   }  // else: ours and foreign are mixed; keep the last clean estimate.
-  l.state.occupancy_ns = now;
+  s.occupancy_ns = now;
   bool running = false;
-  for (uint32_t n : l.state.running) running |= n != 0;
-  l.busy_since_sample = running;
+  for (uint32_t n : s.running) running |= n != 0;
+  busy_since_sample_[link] = running;
 }
 
 void LinkTable::SetScales(LinkId link, double window_scale, double credit_scale) {
   if (!Has(link)) return;
-  links_[link].state.window_scale = window_scale;
-  links_[link].state.credit_scale = credit_scale;
-}
-
-const std::vector<LinkState>& LinkTable::Snapshot() {
-  view_.resize(links_.size());
-  for (size_t i = 0; i < links_.size(); ++i) view_[i] = links_[i].state;
-  return view_;
+  states_[link].window_scale = window_scale;
+  states_[link].credit_scale = credit_scale;
 }
 
 }  // namespace trirace::sched

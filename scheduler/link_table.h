@@ -13,6 +13,7 @@
 #define TRIRACE_SCHEDULER_LINK_TABLE_H_
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "scheduler/link_spec.h"
@@ -25,8 +26,8 @@ class LinkTable {
  public:
   // Ids are 0, 1, ... in call order.
   LinkId Add(const LinkSpec& spec);
-  size_t size() const { return links_.size(); }
-  bool Has(LinkId id) const { return id < links_.size(); }
+  size_t size() const { return states_.size(); }
+  bool Has(LinkId id) const { return id < states_.size(); }
 
   // Adds the deltas to the task's class on each of its links, and to the
   // bytes in flight over all links.
@@ -37,18 +38,15 @@ class LinkTable {
   // The tuner's factors for `link` (LinkState::window_scale, credit_scale).
   void SetScales(LinkId link, double window_scale, double credit_scale);
 
-  // The links as a policy pass sees them (a copy, valid until the next call).
-  const std::vector<LinkState>& Snapshot();
+  // The links as a policy pass sees them: the table's own states, no copy;
+  // valid until the next Add, and current until the next change.
+  std::span<const LinkState> Snapshot() const { return states_; }
   // Bytes of running tasks, by class, over all links.
   const ClassBytes& inflight() const { return inflight_; }
 
  private:
-  struct Link {
-    LinkState state;
-    bool busy_since_sample = false;  // our tasks ran on it since the last sample
-  };
-  std::vector<Link> links_;
-  std::vector<LinkState> view_;
+  std::vector<LinkState> states_;
+  std::vector<char> busy_since_sample_;  // per link: our tasks ran on it since the last sample
   ClassBytes inflight_{};
 };
 

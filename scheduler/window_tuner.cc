@@ -36,7 +36,7 @@ WindowTuner::PerLink& WindowTuner::At(LinkId id) {
   return links_[id];
 }
 
-void WindowTuner::Observe(int64_t now, const std::vector<LinkState>& links) {
+void WindowTuner::Observe(int64_t now, std::span<const LinkState> links) {
   if (!config_.enabled) return;
   const int64_t dt = last_observe_ns_ < 0 ? 0 : std::max<int64_t>(0, now - last_observe_ns_);
   last_observe_ns_ = now;
@@ -57,7 +57,7 @@ void WindowTuner::Observe(int64_t now, const std::vector<LinkState>& links) {
 }
 
 void WindowTuner::OnComplete(const Task& task, int64_t started_ns, int64_t now,
-                             const std::vector<LinkState>& links) {
+                             std::span<const LinkState> links) {
   if (!config_.enabled) return;
   const bool higher = task.traffic_class() == TrafficClass::kP2P || task.traffic_class() == TrafficClass::kSparse;
   const int64_t start = started_ns >= 0 ? started_ns : task.release_ns;
@@ -84,7 +84,7 @@ void WindowTuner::OnComplete(const Task& task, int64_t started_ns, int64_t now,
   }
 }
 
-void WindowTuner::Adjust(int64_t now, const std::vector<LinkState>& links, std::vector<TuningChange>* changes) {
+void WindowTuner::Adjust(int64_t now, std::span<const LinkState> links, std::vector<TuningChange>* changes) {
   if (!config_.enabled) return;
   for (const LinkState& s : links) {
     PerLink& l = At(s.id);

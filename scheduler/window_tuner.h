@@ -59,6 +59,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -123,12 +124,12 @@ class WindowTuner {
 
   // Integrates the links' state from the previous call to `now`: `links`
   // is their state over that time (call before changing it).
-  void Observe(int64_t now, const std::vector<LinkState>& links);
+  void Observe(int64_t now, std::span<const LinkState> links);
   // `task` completed at `now`; it started on the device at `started_ns`
   // (< 0: unknown, its release is used). `links` gives the capacities.
-  void OnComplete(const Task& task, int64_t started_ns, int64_t now, const std::vector<LinkState>& links);
+  void OnComplete(const Task& task, int64_t started_ns, int64_t now, std::span<const LinkState> links);
   // Decides for each link whose interval has run out; appends what changed.
-  void Adjust(int64_t now, const std::vector<LinkState>& links, std::vector<TuningChange>* changes);
+  void Adjust(int64_t now, std::span<const LinkState> links, std::vector<TuningChange>* changes);
 
   // A link's current factors (1, 1 for links never tuned).
   double window_scale(LinkId id) const { return id < links_.size() ? links_[id].window_scale : 1; }

@@ -21,7 +21,7 @@ TEST(LinkTableTest, ChargesEachLinkOfTheTaskByClassAndSkipsUnknownLinks) {
   const Task t = DenseTaskOn({0, 1, 7}, 100);
   table.Account(t, 1, 0, 0);
   table.Account(t, -1, 1, 100);
-  const std::vector<LinkState>& links = table.Snapshot();
+  std::span<const LinkState> links = table.Snapshot();
   ASSERT_EQ(links.size(), 2u);
   const int dense = ClassIndex(TrafficClass::kDense);
   for (const LinkState& l : links) {
