@@ -328,7 +328,9 @@ void ShmPeerLinks::WaitForActivity(std::chrono::microseconds hint) {
     if (only != nullptr) one_ring = false;
     only = &recv_[p];
   }
-  if (one_ring && only != nullptr) {
+  // A receive already complete (moved while another transfer was polled)
+  // is progress the caller has yet to see.
+  if (one_ring && only != nullptr && !only->queue.front()->done) {
     only->ring->WaitForData(1'000'000);  // 1 ms: the caller still checks for abort
   } else {
     inner_->WaitForActivity(hint);
