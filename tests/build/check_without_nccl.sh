@@ -13,6 +13,7 @@ trap 'rm -rf "$out"' EXIT
 
 env -u CUDA_HOME -u CUDA_PATH -u NCCL_HOME "$cmake" -S "$src" -B "$out" -G Ninja -DTRIRACE_WERROR=ON \
   -DTRIRACE_MODULES=scheduler -DTRIRACE_BUILD_BENCHMARKS=OFF \
+  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG=-O0 -DCMAKE_CXX_FLAGS_DEBUG=-O0 \
   -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON -DCMAKE_DISABLE_FIND_PACKAGE_NCCL=ON >"$out.configure.log" 2>&1 || {
   cat "$out.configure.log" >&2
   echo "FAIL: configure of common;scheduler without CUDA and NCCL failed" >&2
