@@ -43,7 +43,11 @@ double NowSeconds();
 
 // Throughput in GB/s (1e9 bytes/s) measured at the receiver (rank 0).
 double PluginThroughput(int rank, Link& link, const Settings& s);
-double RawThroughput(int rank, Link& link, const Settings& s);
+// `polling_caller`: the calling thread, instead of sleeping until the
+// transfer threads finish, waits as NCCL's proxy thread waits on a plugin:
+// it checks a completion counter and yields, in a loop. This is the CPU a
+// proxy-model caller costs on top of raw TCP, whichever transport it drives.
+double RawThroughput(int rank, Link& link, const Settings& s, bool polling_caller);
 // Average 8-byte round trip in microseconds, measured at rank 0.
 double PluginRoundTrip(int rank, Link& link, const Settings& s);
 // `polling`: the receiver polls a non-blocking socket (and yields) as a

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 
+#include <atomic>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -89,7 +90,7 @@ std::vector<int> Connect(int rank, Link& link, int count) {
 
 }  // namespace
 
-double RawThroughput(int rank, Link& link, const Settings& s) {
+double RawThroughput(int rank, Link& link, const Settings& s, bool polling_caller) {
   // Like a plugin comm: socket 0 carries whole small messages, 1..nsocks the
   // parts of striped ones, each data socket served by thread k % nthreads.
   std::vector<int> fds = Connect(rank, link, s.nsocks + 1);
@@ -102,6 +103,7 @@ double RawThroughput(int rank, Link& link, const Settings& s) {
   double t0 = NowSeconds();
   std::vector<std::thread> threads;
   std::vector<char> ok(nthreads, 1);
+  std::atomic<int> finished{0};
   for (int t = 0; t < nthreads; ++t) {
     threads.emplace_back([&, t] {
       for (uint64_t m = 0; m < messages && ok[t]; ++m) {
@@ -119,7 +121,11 @@ double RawThroughput(int rank, Link& link, const Settings& s) {
           if (!done) ok[t] = 0;
         }
       }
+      finished.fetch_add(1, std::memory_order_release);
     });
+  }
+  if (polling_caller) {
+    while (finished.load(std::memory_order_acquire) < nthreads) sched_yield();
   }
   for (std::thread& th : threads) th.join();
   double t1 = NowSeconds();

@@ -22,14 +22,16 @@ void* NetCore::RequestHandle(const Comm& comm, int slot) const {
 
 absl::StatusOr<std::pair<NetCore::Comm*, NetCore::Request*>> NetCore::LookupRequest(void* handle) {
   const uint64_t h = reinterpret_cast<uint64_t>(handle);
-  const absl::Status bad =
-      InvalidCall("test", absl::StrCat("request ", absl::Hex(h), " is not an outstanding request of this plugin"));
+  // Built only on failure: test() is polled in a loop, and a message costs an allocation.
+  auto bad = [h] {
+    return InvalidCall("test", absl::StrCat("request ", absl::Hex(h), " is not an outstanding request of this plugin"));
+  };
   const std::optional<RequestHandleFields> f = UnpackRequestHandle(h);
-  if (!f) return bad;
+  if (!f) return bad();
   Comm* comm = comms_.LookupPacked(f->comm_index, f->generation, kRequestGenerationMask);
-  if (comm == nullptr || f->slot >= NCCL_NET_MAX_REQUESTS || comm->kind == Kind::kListen) return bad;
+  if (comm == nullptr || f->slot >= NCCL_NET_MAX_REQUESTS || comm->kind == Kind::kListen) return bad();
   Request* req = &comm->reqs[f->slot];
-  if (!req->busy.load(std::memory_order_acquire) || req->seq != f->seq) return bad;
+  if (!req->busy.load(std::memory_order_acquire) || req->seq != f->seq) return bad();
   return std::make_pair(comm, req);
 }
 
@@ -159,7 +161,10 @@ absl::Status NetCore::Test(void* request, int* done, int* sizes) {
     req->busy.store(false, std::memory_order_release);
     return st;
   }
-  if (!*done) return absl::OkStatus();
+  if (!*done) {
+    publisher_.Poll();  // counters changed earlier get copied once a period old
+    return absl::OkStatus();
+  }
   if (!req->flush) {
     uint64_t total = 0;
     for (int i = 0; i < req->n; ++i) total += static_cast<uint64_t>(std::max(local[i], 0));

@@ -6,10 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <optional>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -50,11 +52,15 @@ OccupancyPublisher::OccupancyPublisher() = default;
 OccupancyPublisher::~OccupancyPublisher() { Stop(); }
 
 int OccupancyPublisher::AddNic(const NicInfo& nic) {
-  absl::MutexLock lock(&mu_);
-  int n = num_nics_.load(std::memory_order_relaxed);
-  if (n >= TRIRACE_OCC_MAX_NICS) return -1;
-  nics_[n] = nic;
-  num_nics_.store(n + 1, std::memory_order_release);
+  int n;
+  {
+    absl::MutexLock lock(&mu_);
+    n = num_nics_.load(std::memory_order_relaxed);
+    if (n >= TRIRACE_OCC_MAX_NICS) return -1;
+    nics_[n] = nic;
+    num_nics_.store(n + 1, std::memory_order_release);
+  }
+  Changed(/*edge=*/true);  // readers see the new NIC at once
   return n;
 }
 
@@ -63,7 +69,7 @@ absl::Status OccupancyPublisher::Start(const std::vector<NicInfo>& nics,
   for (const NicInfo& nic : nics) {
     if (AddNic(nic) < 0) break;
   }
-  period_us_ = period_us;
+  period_ns_ = period_us * 1000;
   if (segment_name.empty()) return absl::OkStatus();
   absl::Status st;
   for (int attempt = 0; attempt < kAttachAttempts; ++attempt) {
@@ -80,7 +86,9 @@ absl::Status OccupancyPublisher::Start(const std::vector<NicInfo>& nics,
     return absl::ResourceExhaustedError(absl::StrCat(
         "occupancy segment ", segment_name, ": all ", TRIRACE_OCC_MAX_PROCS, " process slots are in use"));
   }
-  // ClaimSlot wrote the first record: the thread publishes from here on.
+  // ClaimSlot wrote the first record: the data path and the heartbeat copy from here on.
+  last_publish_ns_.store(NowNs(), std::memory_order_relaxed);
+  live_.store(true, std::memory_order_release);
   try {
     thread_ = std::thread(&OccupancyPublisher::Run, this);
   } catch (const std::system_error& e) {
@@ -216,11 +224,9 @@ void OccupancyPublisher::ClaimSlot() {
     std::memset(p.nics, 0, sizeof(p.nics));
     // The record is complete (NICs known so far, zero counters) before the
     // sequence turns even: a reader never sees our slot without its NICs.
-    // (mu_ for the NIC table; the publisher thread is not running yet.)
-    {
-      absl::MutexLock lock(&mu_);
-      WriteRecord(p);
-    }
+    // (No other writer yet: live_ is still false.)
+    nics_written_ = 0;
+    WriteRecord(p, NowNs());
     Atomic(p.seq).store(seq + 1, std::memory_order_release);
     slot_ = &p;
     return;
@@ -245,26 +251,51 @@ void OccupancyPublisher::Leave() {
   }
 }
 
-void OccupancyPublisher::Publish() {
-  if (slot_ == nullptr) return;
+void OccupancyPublisher::MaybePublish(bool edge) {
+  // An edge waits briefly for a writer in the middle of a copy (it takes
+  // well under a microsecond); a due copy does not wait at all.
+  constexpr int kEdgeSpins = 256;
+  if (!edge && NowNs() - last_publish_ns_.load(std::memory_order_relaxed) < static_cast<uint64_t>(period_ns_)) {
+    return;
+  }
+  TryPublish(edge ? kEdgeSpins : 0);
+}
+
+bool OccupancyPublisher::TryPublish(int spins) {
+  for (int i = 0; writing_.exchange(true, std::memory_order_acquire); ++i) {
+    if (spins >= 0 && i >= spins) return false;  // dirty_ stays set: a later call copies
+    if (spins < 0) std::this_thread::yield();
+  }
+  if (live_.load(std::memory_order_acquire)) Publish(NowNs());  // acquire: slot_ as Start left it
+  writing_.store(false, std::memory_order_release);
+  return true;
+}
+
+void OccupancyPublisher::Publish(uint64_t now_ns) {
+  // Cleared before the counters are read: a change made after this point
+  // sets it again and is copied by a later call.
+  dirty_.exchange(false, std::memory_order_acquire);
   trirace_occ_proc_t& p = *slot_;
   uint32_t seq = Atomic(p.seq).load(std::memory_order_relaxed);
   Atomic(p.seq).store(seq + 1, std::memory_order_relaxed);  // odd: being written
   std::atomic_thread_fence(std::memory_order_release);
-  WriteRecord(p);
+  WriteRecord(p, now_ns);
   Atomic(p.seq).store(seq + 2, std::memory_order_release);
+  last_publish_ns_.store(now_ns, std::memory_order_relaxed);
 }
 
-void OccupancyPublisher::WriteRecord(trirace_occ_proc_t& p) {
+void OccupancyPublisher::WriteRecord(trirace_occ_proc_t& p, uint64_t now_ns) {
   int n = num_nics_.load(std::memory_order_acquire);
   for (int i = 0; i < n; ++i) {
     trirace_occ_nic_t& nic = p.nics[i];
-    for (int k = 0; k < TRIRACE_OCC_NAME_LEN; ++k) {
-      char c = k < static_cast<int>(nics_[i].name.size()) && k < TRIRACE_OCC_NAME_LEN - 1
-                   ? nics_[i].name[k] : '\0';
-      Atomic(nic.name[k]).store(c, std::memory_order_relaxed);
+    if (i >= nics_written_) {  // names and speeds never change once written
+      for (int k = 0; k < TRIRACE_OCC_NAME_LEN; ++k) {
+        char c = k < static_cast<int>(nics_[i].name.size()) && k < TRIRACE_OCC_NAME_LEN - 1
+                     ? nics_[i].name[k] : '\0';
+        Atomic(nic.name[k]).store(c, std::memory_order_relaxed);
+      }
+      Atomic(nic.speed_mbps).store(nics_[i].speed_mbps, std::memory_order_relaxed);
     }
-    Atomic(nic.speed_mbps).store(nics_[i].speed_mbps, std::memory_order_relaxed);
     for (int c = 0; c < TRIRACE_OCC_NUM_CLASSES; ++c) {
       trirace_occ_counters_t v = Local(i, c);
       auto* src = reinterpret_cast<uint64_t*>(&v);
@@ -274,8 +305,9 @@ void OccupancyPublisher::WriteRecord(trirace_occ_proc_t& p) {
       }
     }
   }
+  nics_written_ = n;
   Atomic(p.num_nics).store(static_cast<uint32_t>(n), std::memory_order_relaxed);
-  Atomic(p.update_ns).store(NowNs(), std::memory_order_relaxed);
+  Atomic(p.update_ns).store(now_ns, std::memory_order_relaxed);
 }
 
 trirace_occ_counters_t OccupancyPublisher::Local(int nic, int cls) const {
@@ -303,14 +335,14 @@ trirace_occ_counters_t OccupancyPublisher::Local(int nic, int cls) const {
   return out;
 }
 
-// Publishes every period_us_ until Stop, and once more on the way out.
-// The wait ends early as soon as stop_ is set (Await checks the condition
+// The heartbeat: a copy every kHeartbeatUs (or period) until Stop. The
+// wait ends early as soon as stop_ is set (Await checks the condition
 // under mu_, so a Stop between two waits is not missed).
 void OccupancyPublisher::Run() {
+  const absl::Duration heartbeat = absl::Microseconds(std::max<int64_t>(kHeartbeatUs, period_ns_ / 1000));
   absl::MutexLock lock(&mu_);
   while (!stop_) {
-    mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Microseconds(period_us_));
-    Publish();
+    if (!mu_.AwaitWithTimeout(absl::Condition(&stop_), heartbeat)) TryPublish(/*spins=*/-1);
   }
 }
 
@@ -320,6 +352,13 @@ void OccupancyPublisher::Stop() {
     stop_ = true;  // wakes Run (Await re-evaluates on unlock)
   }
   if (thread_.joinable()) thread_.join();
+  if (live_.load(std::memory_order_relaxed)) {
+    // The last copy; data-path writers that come later find live_ false.
+    while (writing_.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
+    Publish(NowNs());
+    live_.store(false, std::memory_order_relaxed);
+    writing_.store(false, std::memory_order_release);
+  }
   if (slot_ != nullptr) Leave();
   if (map_ != nullptr) {
     munmap(map_, map_bytes_);

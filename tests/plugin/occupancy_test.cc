@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,9 +42,18 @@ bool WaitForSnapshot(const std::string& job, const std::function<bool(const trir
       trirace_occ_close(r);
       if (rc == 0 && pred(*last)) return true;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // publisher period is 1 ms
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return false;
+}
+
+// One read of `job`'s segment now, without waiting for a copy.
+bool ReadOnce(const std::string& job, trirace_occ_snapshot_t* s) {
+  trirace_occ_reader_t* r = nullptr;
+  if (trirace_occ_open(job.c_str(), &r) != 0) return false;
+  int rc = trirace_occ_read(r, s);
+  trirace_occ_close(r);
+  return rc == 0;
 }
 
 const trirace_occ_nic_summary_t* FindNic(const trirace_occ_snapshot_t& s, const char* name) {
@@ -310,19 +320,85 @@ TEST(NetPluginOccupancyLifetime, PluginRemovesTheSegmentWhenTheLastRankExits) {
   EXPECT_EQ(codes[1], 0);
 }
 
+// The copies' timing: at once when a NIC and class turns busy or idle,
+// otherwise at most once per period.
+TEST(NetPluginOccupancyPublisher, CopiesBusyAndIdleEdgesAtOnceAndTrafficOncePerPeriod) {
+  std::string job = UniqueJobId("edges");
+  OccupancyPublisher pub;
+  // Long enough that no copy falls due (and no heartbeat runs) during the checks of one call.
+  constexpr int64_t kPeriodUs = 2000000;
+  ASSERT_TRUE(pub.Start({{"lo", 10000}}, ShmName(job), kPeriodUs).ok());
+  trirace_occ_snapshot_t s;
+  auto p2p = [&]() -> trirace_occ_counters_t {
+    if (!ReadOnce(job, &s) || FindNic(s, "lo") == nullptr) return {};
+    return FindNic(s, "lo")->cls[TRIRACE_CLASS_P2P];
+  };
+  pub.SendPosted(0, TRIRACE_CLASS_P2P, 100);  // idle -> busy
+  EXPECT_EQ(p2p().send_posted_bytes, 100u);
+  pub.SendPosted(0, TRIRACE_CLASS_P2P, 200);  // still busy: waits for the period
+  EXPECT_EQ(p2p().send_posted_bytes, 100u);
+  pub.SendCompleted(0, TRIRACE_CLASS_P2P, 100, 100);
+  EXPECT_EQ(p2p().send_completed_bytes, 0u);
+  pub.SendCompleted(0, TRIRACE_CLASS_P2P, 200, 200);  // busy -> idle: everything so far
+  trirace_occ_counters_t c = p2p();
+  EXPECT_EQ(c.send_posted_bytes, 300u);
+  EXPECT_EQ(c.send_completed_bytes, 300u);
+  EXPECT_EQ(c.send_inflight_reqs, 0u);
+  EXPECT_EQ(c.send_inflight_bytes, 0u);
+  pub.RecvPosted(0, TRIRACE_CLASS_P2P, 64);  // each direction has its own edge
+  EXPECT_EQ(p2p().recv_inflight_reqs, 1u);
+  pub.SendPosted(0, TRIRACE_CLASS_P2P, 50);
+  pub.RecvPosted(0, TRIRACE_CLASS_P2P, 64);
+  EXPECT_EQ(p2p().recv_inflight_reqs, 1u) << "copied before its period";
+  // A caller that polls (test() still waiting) makes the copy once it is due.
+  auto start = std::chrono::steady_clock::now();
+  while (p2p().recv_inflight_reqs != 2 && std::chrono::steady_clock::now() - start < std::chrono::seconds(20)) {
+    pub.Poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(p2p().recv_inflight_reqs, 2u);
+  EXPECT_EQ(p2p().send_posted_bytes, 350u);
+  pub.Stop();
+  shm_unlink(ShmName(job).c_str());
+}
+
+// Copies come from the data path, so neither traffic nor its absence wakes
+// a thread every period (a 1 ms period used to mean 1000 wake-ups a second).
+TEST(NetPluginOccupancyPublisher, NoWakeUpsPerPeriod) {
+  std::string job = UniqueJobId("wakeups");
+  OccupancyPublisher pub;
+  ASSERT_TRUE(pub.Start({{"lo", 10000}}, ShmName(job), 1000).ok());
+  pub.SendPosted(0, TRIRACE_CLASS_DENSE, 1 << 20);  // stays in flight: the link is busy
+  rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  getrusage(RUSAGE_SELF, &after);
+  // The heartbeat wakes 5 times in 500 ms; the sleeping test thread once.
+  EXPECT_LT(after.ru_nvcsw - before.ru_nvcsw, 50);
+  trirace_occ_snapshot_t s;
+  ASSERT_TRUE(ReadOnce(job, &s));
+  ASSERT_NE(FindNic(s, "lo"), nullptr);
+  EXPECT_EQ(FindNic(s, "lo")->total.send_inflight_bytes, 1u << 20);
+  pub.Stop();
+  shm_unlink(ShmName(job).c_str());
+}
+
 TEST(NetPluginOccupancyPublisher, ReadersNeverSeeTornRecords) {
   std::string job = UniqueJobId("torn");
   OccupancyPublisher pub;
   ASSERT_TRUE(pub.Start({{"lo", 10000}}, ShmName(job), 100).ok());
   std::atomic<bool> stop{false};
   // Every step posts and completes the same amount, so a consistent copy
-  // has completed == posted - inflight for the same publish.
-  std::thread writer([&] {
+  // has completed == posted - inflight for the same publish. Two writers,
+  // as two proxy threads: they take turns at copying (and skip a copy
+  // while the other makes one).
+  auto write = [&] {
     while (!stop.load()) {
       pub.SendPosted(0, 0, 64);
       pub.SendCompleted(0, 0, 64, 64);
     }
-  });
+  };
+  std::thread writer(write), second_writer(write);
   trirace_occ_reader_t* r = nullptr;
   for (int i = 0; i < 2000 && r == nullptr; ++i) {
     if (trirace_occ_open(job.c_str(), &r) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -335,12 +411,18 @@ TEST(NetPluginOccupancyPublisher, ReadersNeverSeeTornRecords) {
     ASSERT_EQ(s.num_nics, 1u);
     const trirace_occ_counters_t& c = s.nics[0].total;
     ASSERT_GE(c.send_posted_bytes, c.send_completed_bytes);
-    ASSERT_LE(c.send_posted_bytes - c.send_completed_bytes, 64u);
+    ASSERT_LE(c.send_posted_bytes - c.send_completed_bytes, 128u);
     ASSERT_GE(c.send_completed_bytes, last) << "counters went backwards";
     last = c.send_completed_bytes;
   }
   stop = true;
   writer.join();
+  second_writer.join();
+  // Once the writers stopped, their last edge left the totals exact.
+  trirace_occ_snapshot_t end;
+  ASSERT_EQ(trirace_occ_read(r, &end), 0);
+  EXPECT_EQ(end.nics[0].total.send_posted_bytes, end.nics[0].total.send_completed_bytes);
+  EXPECT_EQ(end.nics[0].total.send_inflight_reqs, 0u);
   trirace_occ_close(r);
   pub.Stop();
   shm_unlink(ShmName(job).c_str());

@@ -1,16 +1,25 @@
-// Unit tests of TCP transport pieces that need no peer: interface
-// selection, handle and hello checksums, stripe layout, traffic classes, the minimum RTO.
+// Unit tests of TCP transport pieces that need no remote peer: interface
+// selection, handle and hello checksums, stripe layout, traffic classes, the
+// minimum RTO, the part workers over socket pairs.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "common/env_guard.h"
+#include "common/logging.h"
 #include "gtest/gtest.h"
 #include "plugin/core/request_handle.h"
 #include "plugin/core/traffic_class.h"
 #include "plugin/transport/tcp/interfaces.h"
+#include "plugin/transport/tcp/part_workers.h"
 #include "plugin/transport/tcp/socket.h"
 #include "plugin/transport/tcp/wire.h"
 #include "trirace/trirace.h"
@@ -171,6 +180,69 @@ TEST(NetPluginRequestHandle, PacksEveryFieldAndRejectsWhatIsNotAHandle) {
   EXPECT_EQ(UnpackRequestHandle(PackRequestHandle({.generation = 0x1800001}))->generation, 1u);
   EXPECT_EQ(UnpackRequestHandle(h & ~kRequestMarker), std::nullopt) << "a comm handle, not a request";
   EXPECT_EQ(UnpackRequestHandle(kRequestMarker), std::nullopt) << "index 0 names no comm";
+}
+
+struct CapturedLines {
+  std::mutex mu;
+  std::vector<std::string> lines;
+};
+
+void Capture(void* ctx, LogLevel, Subsys, const char*, int, absl::string_view msg) {
+  auto* c = static_cast<CapturedLines*>(ctx);
+  std::lock_guard<std::mutex> lock(c->mu);
+  c->lines.emplace_back(msg);
+}
+
+// Parts queued on two data sockets arrive whole and in place, and closing
+// logs (TRACE) how many parts each thread moved and how it spent its time.
+TEST(NetPluginPartWorkers, MoveEveryPartAndLogWhatEachThreadDid) {
+  EnvGuard env;
+  env.Set("TRIRACE_DEBUG", "TRACE").Set("TRIRACE_DEBUG_SUBSYS", "NET").Apply();
+  CapturedLines captured;
+  log::SetSink(Capture, &captured);
+  int pair[2][2];
+  for (auto& p : pair) ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, p), 0);
+  constexpr int kMessages = 20;
+  constexpr size_t kPart = 64 << 10;
+  std::vector<char> out(2 * kPart), in(2 * kPart * kMessages, 0);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<char>(i * 7 + 1);
+  std::atomic<bool> failed{false};
+  auto fail = [&](absl::Status) { failed = true; };
+  {
+    PartWorkers sender({pair[0][0], pair[1][0]}, 2, /*sending=*/true, 10000, fail);
+    PartWorkers receiver({pair[0][1], pair[1][1]}, 2, /*sending=*/false, 10000, fail);
+    std::atomic<int> sent{2 * kMessages}, received{2 * kMessages};
+    for (int m = 0; m < kMessages; ++m) {
+      for (int k = 0; k < 2; ++k) {
+        ASSERT_TRUE(receiver.Enqueue(k, {in.data() + (2 * m + k) * kPart, kPart, &received}).ok());
+        ASSERT_TRUE(sender.Enqueue(k, {out.data() + k * kPart, kPart, &sent}).ok());
+      }
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while ((sent.load() > 0 || received.load() > 0) && !failed && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_EQ(received.load(std::memory_order_acquire), 0);
+    EXPECT_FALSE(failed);
+    for (int m = 0; m < kMessages; ++m) {
+      ASSERT_EQ(std::memcmp(in.data() + 2 * m * kPart, out.data(), out.size()), 0) << "message " << m;
+    }
+  }
+  log::SetSink(nullptr, nullptr);
+  for (auto& p : pair) {
+    close(p[0]);
+    close(p[1]);
+  }
+  std::vector<std::string> closed;
+  for (const std::string& l : captured.lines) {
+    if (l.find("comm closed") != std::string::npos) closed.push_back(l);
+  }
+  ASSERT_EQ(closed.size(), 2u);
+  for (const std::string& l : closed) {
+    EXPECT_NE(l.find("thread 0: 20 parts, waiting for a part "), std::string::npos) << l;
+    EXPECT_NE(l.find("thread 1: 20 parts, waiting for a part "), std::string::npos) << l;
+    EXPECT_NE(l.find("moving "), std::string::npos) << l;
+  }
 }
 
 }  // namespace

@@ -9,7 +9,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/clock.h"
+#include "common/logging.h"
 #include "common/status.h"
 
 namespace trirace::net::tcp {
@@ -33,7 +35,8 @@ PartWorkers::PartWorkers(std::vector<int> fds, int nthreads, bool sending, int t
       sending_(sending),
       timeout_ms_(timeout_ms),
       on_failure_(std::move(on_failure)),
-      queues_(nthreads_) {}
+      queues_(nthreads_),
+      stats_(nthreads_) {}
 
 PartWorkers::~PartWorkers() {
   std::vector<std::thread> threads;
@@ -47,6 +50,20 @@ PartWorkers::~PartWorkers() {
     for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);  // unblocks a thread inside send/recv
   }
   for (std::thread& t : threads) t.join();
+  if (!threads.empty()) LogStats(stats_);
+}
+
+void PartWorkers::LogStats(const std::vector<ThreadStats>& stats) const {
+  if (!log::Enabled(LogLevel::kTRACE, Subsys::kNET)) return;
+  std::string line;
+  for (size_t t = 0; t < stats.size(); ++t) {
+    const ThreadStats& s = stats[t];
+    double life = static_cast<double>(std::max<int64_t>(1, s.end_ns - s.start_ns));
+    absl::StrAppendFormat(&line, "%s thread %d: %d parts, waiting for a part %.0f%%, moving %.0f%%",
+                          t == 0 ? "" : ";", static_cast<int>(t), s.parts, 100.0 * s.waiting_ns / life,
+                          100.0 * s.moving_ns / life);
+  }
+  TRIRACE_TRACE(NET, "%s comm closed:%s", sending_ ? "send" : "receive", line);
 }
 
 absl::Status PartWorkers::Start() {
@@ -122,22 +139,31 @@ void PartWorkers::Run(int thread_index) {
   auto ready = [this, thread_index]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return stop_ || !queues_[thread_index].empty();
   };
+  ThreadStats& stats = stats_[thread_index];
+  stats.start_ns = MonotonicNs();
+  int64_t now = stats.start_ns;
   while (true) {
     Queued q;
     {
       absl::MutexLock lock(&mu_, absl::Condition(&ready));  // waits until ready() holds
-      if (stop_) return;
+      if (stop_) break;
       q = queues_[thread_index].front();
     }
+    const int64_t queued = MonotonicNs();
+    stats.waiting_ns += queued - now;
     absl::Status st = MovePart(q);
+    now = MonotonicNs();
+    stats.moving_ns += now - queued;
     if (!st.ok()) {
       if (!absl::IsCancelled(st)) Fail(std::move(st));
-      return;
+      break;
     }
+    ++stats.parts;
     q.task.parts_left->fetch_sub(1, std::memory_order_release);
     absl::MutexLock lock(&mu_);
     queues_[thread_index].pop_front();
   }
+  stats.end_ns = MonotonicNs();
 }
 
 }  // namespace trirace::net::tcp

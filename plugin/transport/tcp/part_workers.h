@@ -16,7 +16,10 @@
 // error, an EOF, or (receive side) no byte for `timeout_ms` in the middle of
 // a part reports the status once through `on_failure` and stops the
 // threads. Destruction shuts the sockets down (unblocking the threads),
-// joins them and drops queued parts.
+// joins them and drops queued parts, and logs (TRACE, NET) what share of
+// its life each thread spent waiting for a part to be queued and moving
+// parts: threads that mostly wait are fed too slowly by the caller (on an
+// oversubscribed host, NCCL's proxy thread not getting a core).
 //
 // Thread safety: Enqueue may be called from any thread (not concurrently
 // with destruction). mu_ guards the per-thread queues, the thread list and
@@ -71,6 +74,16 @@ class PartWorkers {
   absl::Status MovePart(const Queued& q) ABSL_LOCKS_EXCLUDED(mu_);
   void Fail(absl::Status status);
 
+  // Written by its thread only; read after the threads are joined.
+  struct ThreadStats {
+    uint64_t parts = 0;
+    int64_t waiting_ns = 0;  // for a part to be queued
+    int64_t moving_ns = 0;
+    int64_t start_ns = 0;
+    int64_t end_ns = 0;
+  };
+  void LogStats(const std::vector<ThreadStats>& stats) const;
+
   const std::vector<int> fds_;
   const int nthreads_;
   const bool sending_;
@@ -82,6 +95,7 @@ class PartWorkers {
   // oldest first; the front one stays queued while it moves.
   std::vector<std::deque<Queued>> queues_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);  // empty until the first part
+  std::vector<ThreadStats> stats_;  // one per thread (sized once, by the constructor)
   bool stop_ ABSL_GUARDED_BY(mu_) = false;  // the threads must exit; no more parts
   std::atomic<bool> stopping_{false};       // set after stop_, read without mu_
   std::atomic<bool> failed_{false};         // on_failure_ was called
