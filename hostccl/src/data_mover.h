@@ -39,6 +39,9 @@ namespace trirace::hostccl {
 struct MoverEnv {
   PeerLinks* links = nullptr;
   const std::atomic<bool>* abort = nullptr;
+  // CLOCK_MONOTONIC ns past which RunP2p gives up with DeadlineExceeded
+  // (0: none; operations have none, a set-up exchange does).
+  int64_t deadline_ns = 0;
   int rank = 0;
   int depth = 2;               // slots per direction (>= 2)
   size_t slot_bytes = 0;       // bytes per slot = the slice size

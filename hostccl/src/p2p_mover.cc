@@ -4,6 +4,7 @@
 #include <deque>
 
 #include "absl/strings/str_format.h"
+#include "common/clock.h"
 #include "common/status.h"
 #include "hostccl/src/data_mover.h"
 
@@ -103,6 +104,9 @@ absl::Status RunP2p(const std::vector<P2pTransfer>& transfers, MoverEnv& env) {
     }
     if (all_done) return absl::OkStatus();
     if (env.abort->load(std::memory_order_acquire)) return absl::AbortedError("communicator aborted");
+    if (env.deadline_ns != 0 && MonotonicNs() > env.deadline_ns) {
+      return absl::DeadlineExceededError("transfers unfinished at the deadline");
+    }
     if (progress) {
       backoff.Reset();
     } else {

@@ -52,55 +52,28 @@ bool ProcessRuns(int pid) {
   return state != 'Z' && state != 'X';
 }
 
-// Sends out[p] to and receives in[p] from every p in `peers` over `links`.
-absl::Status ExchangeWords(PeerLinks& links, const std::vector<int>& peers, std::vector<uint64_t>& out,
+// Sends out[p] to and receives in[p] from every p in `peers` over `links`
+// (one word each way per peer, as RunP2p moves an operation's bytes).
+absl::Status ExchangeWords(PeerLinks& links, int rank, const std::vector<int>& peers, std::vector<uint64_t>& out,
                            std::vector<uint64_t>& in, int64_t deadline_ns, const std::atomic<bool>& abort) {
-  absl::StatusOr<std::unique_ptr<MemRegion>> out_region = links.Register(out.data(), out.size() * sizeof(uint64_t));
-  if (!out_region.ok()) return out_region.status();
-  absl::StatusOr<std::unique_ptr<MemRegion>> in_region = links.Register(in.data(), in.size() * sizeof(uint64_t));
-  if (!in_region.ok()) return in_region.status();
-  struct Pending {
-    int peer;
-    bool send;
-    void* request = nullptr;
-    bool done = false;
-  };
-  std::vector<Pending> all;
-  for (int p : peers) all.push_back({p, true}), all.push_back({p, false});
-  Backoff backoff;
-  for (size_t finished = 0; finished < all.size();) {
-    bool progress = false;
-    for (Pending& x : all) {
-      if (x.done) continue;
-      if (x.request == nullptr) {
-        absl::StatusOr<void*> r = x.send ? links.Isend(x.peer, &out[x.peer], sizeof(uint64_t), **out_region)
-                                         : links.Irecv(x.peer, &in[x.peer], sizeof(uint64_t), **in_region);
-        if (!r.ok()) return r.status();
-        x.request = *r;
-        if (x.request == nullptr) continue;
-        progress = true;
-      }
-      size_t got = 0;
-      absl::StatusOr<bool> done = links.Test(x.request, &got);
-      if (!done.ok()) return done.status();
-      if (!*done) continue;
-      if (!x.send && got != sizeof(uint64_t)) {
-        return InternalError(absl::StrFormat("shared-memory set-up: %zu bytes from rank %d where 8 were expected",
-                                             got, x.peer));
-      }
-      x.done = true;
-      ++finished;
-      progress = true;
-    }
-    if (abort.load(std::memory_order_acquire)) return absl::AbortedError("communicator aborted during set-up");
-    if (MonotonicNs() > deadline_ns) {
-      return absl::DeadlineExceededError(
-          "shared-memory set-up did not finish before the deadline (TRIRACE_HOSTCCL_BOOTSTRAP_TIMEOUT_MS)");
-    }
-    if (progress) backoff.Reset();
-    else backoff.Idle();
+  std::vector<P2pTransfer> transfers;
+  for (int p : peers) {
+    transfers.push_back({p, true, reinterpret_cast<char*>(&out[p]), sizeof(uint64_t)});
+    transfers.push_back({p, false, reinterpret_cast<char*>(&in[p]), sizeof(uint64_t)});
   }
-  return absl::OkStatus();
+  MoverEnv env;
+  env.links = &links;
+  env.abort = &abort;
+  env.deadline_ns = deadline_ns;
+  env.rank = rank;
+  env.slot_bytes = sizeof(uint64_t);
+  absl::Status st = RunP2p(transfers, env);
+  if (absl::IsAborted(st)) return absl::AbortedError("communicator aborted during set-up");
+  if (absl::IsDeadlineExceeded(st)) {
+    return absl::DeadlineExceededError(
+        "shared-memory set-up did not finish before the deadline (TRIRACE_HOSTCCL_BOOTSTRAP_TIMEOUT_MS)");
+  }
+  return st;
 }
 
 }  // namespace
@@ -187,7 +160,7 @@ absl::Status ShmPeerLinks::Handshake(uint64_t comm_hash, int64_t deadline_ns, co
     recv_[p].ring = std::move(*ring);
     created[p] = 1;
   }
-  TRIRACE_RETURN_IF_ERROR(ExchangeWords(*inner_, peers, created, peer_created, deadline_ns, abort));
+  TRIRACE_RETURN_IF_ERROR(ExchangeWords(*inner_, rank_, peers, created, peer_created, deadline_ns, abort));
 
   // 2. Map the rings we send on; tell each peer whether we could.
   std::vector<uint64_t> opened(nranks_, 0), peer_opened(nranks_, 0);
@@ -201,7 +174,7 @@ absl::Status ShmPeerLinks::Handshake(uint64_t comm_hash, int64_t deadline_ns, co
     send_[p].ring = std::move(*ring);
     opened[p] = 1;
   }
-  TRIRACE_RETURN_IF_ERROR(ExchangeWords(*inner_, peers, opened, peer_opened, deadline_ns, abort));
+  TRIRACE_RETURN_IF_ERROR(ExchangeWords(*inner_, rank_, peers, opened, peer_opened, deadline_ns, abort));
   for (int p : peers) {
     if (peer_opened[p] == 0) recv_[p].ring.reset();
   }

@@ -423,5 +423,16 @@ TEST(ShmPeerLinks, ASurvivorRemovesTheRingsOfAPeerThatDiedDuringSetUp) {
   EXPECT_EQ(ShmFilesOf(hash), 0);
 }
 
+TEST(ShmPeerLinks, AnAbortEndsTheSetUpWithoutLeavingRings) {
+  Mailboxes mail(2);
+  const uint64_t hash = FreshCommHash();
+  std::atomic<bool> abort{true};  // rank 1 never answers; the communicator is being aborted
+  auto t = ShmPeerLinks::Create(std::make_unique<MailLinks>(&mail, 0), 0, 2, hash, {Id(7), Id(7)},
+                                MonotonicNs() + 60'000'000'000, abort);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kAborted) << t.status();
+  EXPECT_EQ(ShmFilesOf(hash), 0);
+}
+
 }  // namespace
 }  // namespace trirace::hostccl
