@@ -151,8 +151,10 @@ const Params& Params::Get() {
 void Params::ReloadForTesting() {
   {
     absl::MutexLock lock(&g_load_mutex);
-    // The old instance is leaked on purpose: a test may still hold a reference.
-    g_params.store(new Params(), std::memory_order_release);
+    // The old instance stays alive, and reachable (so leak checkers do not
+    // report it): a test may still hold a reference.
+    static auto* retired = new std::vector<const Params*>();
+    retired->push_back(g_params.exchange(new Params(), std::memory_order_acq_rel));
     g_warned.store(false);
   }
   log::ReconfigureForTesting();

@@ -68,12 +68,18 @@ absl::Status ExchangeWords(PeerLinks& links, int rank, const std::vector<int>& p
   env.rank = rank;
   env.slot_bytes = sizeof(uint64_t);
   absl::Status st = RunP2p(transfers, env);
-  if (absl::IsAborted(st)) return absl::AbortedError("communicator aborted during set-up");
-  if (absl::IsDeadlineExceeded(st)) {
+  if (st.ok()) return st;
+  // Only the mover's own verdicts are renamed; an error of the links keeps its cause.
+  if (absl::IsAborted(st) && abort.load(std::memory_order_acquire)) {
+    return absl::AbortedError("communicator aborted during set-up");
+  }
+  if (absl::IsDeadlineExceeded(st) && MonotonicNs() > deadline_ns) {
     return absl::DeadlineExceededError(
         "shared-memory set-up did not finish before the deadline (TRIRACE_HOSTCCL_BOOTSTRAP_TIMEOUT_MS)");
   }
-  return st;
+  // A short word cannot come from a peer running this code: not the user's counts.
+  if (absl::IsInvalidArgument(st)) return InternalError(absl::StrCat("shared-memory set-up: ", st.message()));
+  return absl::Status(st.code(), absl::StrCat("shared-memory set-up: ", st.message()));
 }
 
 }  // namespace

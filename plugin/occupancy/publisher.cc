@@ -87,7 +87,7 @@ absl::Status OccupancyPublisher::Start(const std::vector<NicInfo>& nics,
         "occupancy segment ", segment_name, ": all ", TRIRACE_OCC_MAX_PROCS, " process slots are in use"));
   }
   // ClaimSlot wrote the first record: the data path and the heartbeat copy from here on.
-  last_publish_ns_.store(NowNs(), std::memory_order_relaxed);
+  last_publish_ns_.store(0, std::memory_order_relaxed);  // the first edge needs no gap
   live_.store(true, std::memory_order_release);
   try {
     thread_ = std::thread(&OccupancyPublisher::Run, this);
@@ -252,19 +252,25 @@ void OccupancyPublisher::Leave() {
 }
 
 void OccupancyPublisher::MaybePublish(bool edge) {
-  // An edge waits briefly for a writer in the middle of a copy (it takes
-  // well under a microsecond); a due copy does not wait at all.
-  constexpr int kEdgeSpins = 256;
-  if (!edge && NowNs() - last_publish_ns_.load(std::memory_order_relaxed) < static_cast<uint64_t>(period_ns_)) {
-    return;
-  }
-  TryPublish(edge ? kEdgeSpins : 0);
+  if (edge) edge_pending_.store(true, std::memory_order_relaxed);
+  const bool pending_edge = edge || edge_pending_.load(std::memory_order_relaxed);
+  const uint64_t last = last_publish_ns_.load(std::memory_order_relaxed);  // before the clock: no underflow
+  const uint64_t since = NowNs() - last;
+  // An edge is copied once kMinEdgeGapUs has passed since the last copy
+  // (readers must find the slot between copies), other changes once a
+  // period has.
+  if (since < static_cast<uint64_t>(pending_edge ? kMinEdgeGapUs * 1000 : period_ns_)) return;
+  // An edge waits for a copy under way (it may predate the edge; a copy
+  // takes well under a microsecond): spin, then yield to a holder that
+  // was descheduled mid-copy. A due copy does not wait.
+  TryPublish(pending_edge ? -1 : 0);
 }
 
 bool OccupancyPublisher::TryPublish(int spins) {
+  constexpr int kSpinsBeforeYield = 256;
   for (int i = 0; writing_.exchange(true, std::memory_order_acquire); ++i) {
     if (spins >= 0 && i >= spins) return false;  // dirty_ stays set: a later call copies
-    if (spins < 0) std::this_thread::yield();
+    if (spins < 0 && i >= kSpinsBeforeYield) std::this_thread::yield();
   }
   if (live_.load(std::memory_order_acquire)) Publish(NowNs());  // acquire: slot_ as Start left it
   writing_.store(false, std::memory_order_release);
@@ -273,7 +279,8 @@ bool OccupancyPublisher::TryPublish(int spins) {
 
 void OccupancyPublisher::Publish(uint64_t now_ns) {
   // Cleared before the counters are read: a change made after this point
-  // sets it again and is copied by a later call.
+  // sets them again and is copied by a later call.
+  edge_pending_.store(false, std::memory_order_relaxed);
   dirty_.exchange(false, std::memory_order_acquire);
   trirace_occ_proc_t& p = *slot_;
   uint32_t seq = Atomic(p.seq).load(std::memory_order_relaxed);

@@ -7,12 +7,18 @@
 // hand-off, when a NIC and class turns busy or idle (its first request
 // posted, its last one completed or dropped) and, while traffic flows, when
 // the copy is older than TRIRACE_NET_PUBLISH_US (checked by every counter
-// method and by Poll(), which the core calls from test()). So a reader
-// sees every start and end of traffic at once and the counters in between
-// at most one period late, and a process costs no wake-ups while its links
-// are busy or idle. A heartbeat thread copies once per kHeartbeatUs (or per
-// period if longer) to catch a change whose copy was skipped because
-// another thread held the writer flag, and to refresh update_ns.
+// method and by Poll(), which the core calls from test()). An edge less
+// than kMinEdgeGapUs after the last copy waits for the next call after
+// that gap, made before that call changes anything (so that back-to-back
+// tiny operations cannot keep the slot locked against readers, and readers
+// see them done rather than always in flight); an operation shorter than
+// the gap may never show in flight, only in the byte counters, and the end
+// of the last one waits for the next call or the heartbeat. So a reader
+// sees the starts and ends of traffic when they happen and the counters in
+// between at most one period late, and a process costs no wake-ups while
+// its links are busy or idle. A heartbeat thread copies once per kHeartbeatUs (or per
+// period if longer) to catch a due copy that was skipped because another
+// thread held the writer flag, and to refresh update_ns.
 //
 // Usage (the plugin core):
 //   OccupancyPublisher pub;
@@ -35,10 +41,10 @@
 //
 // Thread safety: the counter methods and Poll are thread-safe and take no
 // lock; Start and Stop must not race with each other. One thread at a time
-// writes the slot: the writer flag writing_ (a spin flag; a data-path caller
-// that finds it taken leaves the copy to the holder's successor or the
-// heartbeat instead of waiting) guards the slot's contents, the heartbeat and
-// last-copy bookkeeping. nics_ is append-only: AddNic fills entry n under
+// writes the slot: the writer flag writing_ (a spin flag) guards the slot's
+// contents and the last-copy bookkeeping. An edge waits for the flag (the
+// holder's copy may predate the edge); a due copy that finds it taken
+// leaves the copy to a later call or the heartbeat. nics_ is append-only: AddNic fills entry n under
 // mu_ (which serialises appenders and guards stop_) and then publishes
 // num_nics_ (release); entry i never changes once num_nics_ > i, so writers
 // read it without the lock. The segment fields (map_, fd_, name_, slot_,
@@ -70,6 +76,8 @@ class OccupancyPublisher {
 
   // How often the heartbeat thread copies (or every period, if longer).
   static constexpr int64_t kHeartbeatUs = 100000;
+  // The least time between a copy and an edge's copy.
+  static constexpr int64_t kMinEdgeGapUs = 20;
 
   OccupancyPublisher();
   ~OccupancyPublisher();
@@ -90,6 +98,7 @@ class OccupancyPublisher {
   // first post finds 0 requests in flight, a last completion finds 1.
   void SendPosted(int nic, int cls, uint64_t bytes) {
     if (Counters* c = At(nic, cls)) {
+      CopyPendingEdge();
       Add(c->send_posted_bytes, bytes);
       Add(c->send_inflight_bytes, bytes);
       Changed(Add(c->send_inflight_reqs, 1) == 0);
@@ -97,6 +106,7 @@ class OccupancyPublisher {
   }
   void SendCompleted(int nic, int cls, uint64_t posted, uint64_t done) {
     if (Counters* c = At(nic, cls)) {
+      CopyPendingEdge();
       Add(c->send_completed_bytes, done);
       Sub(c->send_inflight_bytes, posted);
       Changed(Sub(c->send_inflight_reqs, 1) == 1);
@@ -104,6 +114,7 @@ class OccupancyPublisher {
   }
   void RecvPosted(int nic, int cls, uint64_t bytes) {
     if (Counters* c = At(nic, cls)) {
+      CopyPendingEdge();
       Add(c->recv_posted_bytes, bytes);
       Add(c->recv_inflight_bytes, bytes);
       Changed(Add(c->recv_inflight_reqs, 1) == 0);
@@ -111,6 +122,7 @@ class OccupancyPublisher {
   }
   void RecvCompleted(int nic, int cls, uint64_t posted, uint64_t done) {
     if (Counters* c = At(nic, cls)) {
+      CopyPendingEdge();
       Add(c->recv_completed_bytes, done);
       Sub(c->recv_inflight_bytes, posted);
       Changed(Sub(c->recv_inflight_reqs, 1) == 1);
@@ -119,6 +131,7 @@ class OccupancyPublisher {
   // A request dropped without completing (error, or its comm was closed).
   void Abandoned(int nic, int cls, bool send, uint64_t posted) {
     if (Counters* c = At(nic, cls)) {
+      CopyPendingEdge();
       Sub(send ? c->send_inflight_bytes : c->recv_inflight_bytes, posted);
       Changed(Sub(send ? c->send_inflight_reqs : c->recv_inflight_reqs, 1) == 1);
     }
@@ -142,15 +155,28 @@ class OccupancyPublisher {
   // Both return the old value.
   static uint64_t Add(std::atomic<uint64_t>& a, uint64_t v) { return a.fetch_add(v, std::memory_order_relaxed); }
   static uint64_t Sub(std::atomic<uint64_t>& a, uint64_t v) { return a.fetch_sub(v, std::memory_order_relaxed); }
+  // An edge still waiting for its copy is copied (once the gap allows)
+  // before the next change, so that readers see the state it left (a
+  // short operation done) rather than only the states at later posts.
+  void CopyPendingEdge() {
+    if (edge_pending_.load(std::memory_order_relaxed) && live_.load(std::memory_order_relaxed)) {
+      MaybePublish(/*edge=*/false);
+    }
+  }
   void Changed(bool edge) {
     if (!live_.load(std::memory_order_relaxed)) return;
-    dirty_.store(true, std::memory_order_release);  // after the counters: a writer that clears it sees them
+    // After the counters, and a read-modify-write so that every setter's
+    // release is in the sequence the copier's acquiring exchange reads:
+    // the copier that clears it sees all the counters it stands for.
+    dirty_.exchange(true, std::memory_order_release);
     MaybePublish(edge);
   }
-  // Copies the counters now if `edge`, else if the last copy is a period old.
+  // Copies the counters now if `edge` (waiting for another writer to
+  // finish), else if the last copy is a period old (not waiting).
   void MaybePublish(bool edge);
   // Takes the writer flag (giving up after `spins` tries; -1: until it is
-  // free, yielding) and copies the counters; false if the flag stayed taken.
+  // free, spinning and then yielding) and copies the counters; false if
+  // the flag stayed taken.
   bool TryPublish(int spins);
   Counters* At(int nic, int cls) {
     if (nic < 0 || nic >= num_nics_.load(std::memory_order_acquire) || cls < 0 ||
@@ -179,6 +205,7 @@ class OccupancyPublisher {
   std::atomic<bool> writing_{false};  // the writer flag
   std::atomic<bool> live_{false};     // slot_ may be written (set by Start, cleared by Stop)
   std::atomic<bool> dirty_{false};    // counters changed since the last copy began
+  std::atomic<bool> edge_pending_{false};  // an edge waits for kMinEdgeGapUs (implies dirty_)
   std::atomic<uint64_t> last_publish_ns_{0};  // when the last copy was made
   int nics_written_ = 0;  // NIC names already in the slot (writing_ held)
 

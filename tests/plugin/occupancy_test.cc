@@ -93,7 +93,9 @@ TEST(NetPluginOccupancyPublisher, PublishesCountersAndFreesTheSlot) {
     trirace_occ_snapshot_t s;
     ASSERT_TRUE(WaitForSnapshot(job, [](const trirace_occ_snapshot_t& s) {
       const auto* eth = FindNic(s, "eth9");
-      return eth && eth->cls[TRIRACE_CLASS_DENSE].send_posted_bytes == 1000;
+      const auto* lo = FindNic(s, "lo");  // its edges came within the gap: the heartbeat copies them
+      return eth && eth->cls[TRIRACE_CLASS_DENSE].send_posted_bytes == 1000 && lo &&
+             lo->cls[TRIRACE_CLASS_P2P].recv_completed_bytes == 300;
     }, &s));
     EXPECT_EQ(s.num_procs, 1u);
     const auto* eth = FindNic(s, "eth9");
@@ -333,20 +335,28 @@ TEST(NetPluginOccupancyPublisher, CopiesBusyAndIdleEdgesAtOnceAndTrafficOncePerP
     if (!ReadOnce(job, &s) || FindNic(s, "lo") == nullptr) return {};
     return FindNic(s, "lo")->cls[TRIRACE_CLASS_P2P];
   };
+  // Edges are copied once kMinEdgeGapUs has passed since the last copy.
+  auto after_the_gap = [] { std::this_thread::sleep_for(std::chrono::milliseconds(1)); };
+  after_the_gap();
   pub.SendPosted(0, TRIRACE_CLASS_P2P, 100);  // idle -> busy
   EXPECT_EQ(p2p().send_posted_bytes, 100u);
   pub.SendPosted(0, TRIRACE_CLASS_P2P, 200);  // still busy: waits for the period
   EXPECT_EQ(p2p().send_posted_bytes, 100u);
   pub.SendCompleted(0, TRIRACE_CLASS_P2P, 100, 100);
   EXPECT_EQ(p2p().send_completed_bytes, 0u);
+  after_the_gap();
   pub.SendCompleted(0, TRIRACE_CLASS_P2P, 200, 200);  // busy -> idle: everything so far
   trirace_occ_counters_t c = p2p();
   EXPECT_EQ(c.send_posted_bytes, 300u);
   EXPECT_EQ(c.send_completed_bytes, 300u);
   EXPECT_EQ(c.send_inflight_reqs, 0u);
   EXPECT_EQ(c.send_inflight_bytes, 0u);
+  // An edge right after a copy waits for the gap, then the next call copies it.
   pub.RecvPosted(0, TRIRACE_CLASS_P2P, 64);  // each direction has its own edge
+  after_the_gap();
+  pub.Poll();
   EXPECT_EQ(p2p().recv_inflight_reqs, 1u);
+  after_the_gap();
   pub.SendPosted(0, TRIRACE_CLASS_P2P, 50);
   pub.RecvPosted(0, TRIRACE_CLASS_P2P, 64);
   EXPECT_EQ(p2p().recv_inflight_reqs, 1u) << "copied before its period";
@@ -418,7 +428,10 @@ TEST(NetPluginOccupancyPublisher, ReadersNeverSeeTornRecords) {
   stop = true;
   writer.join();
   second_writer.join();
-  // Once the writers stopped, their last edge left the totals exact.
+  // Once the writers stopped, their last edge (copied by the next call
+  // after the gap, here a poll) leaves the totals exact.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  pub.Poll();
   trirace_occ_snapshot_t end;
   ASSERT_EQ(trirace_occ_read(r, &end), 0);
   EXPECT_EQ(end.nics[0].total.send_posted_bytes, end.nics[0].total.send_completed_bytes);
