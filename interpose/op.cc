@@ -1,5 +1,6 @@
 #include "interpose/op.h"
 
+#include "interpose/comm_state.h"
 #include "interpose/nccl_api.h"
 #include "interpose/user_group.h"
 
@@ -45,6 +46,9 @@ bool SplitIsExact(const Op& op) {
   }
   if (op.redop == ncclMax || op.redop == ncclMin) return true;
   if (op.redop != ncclSum && op.redop != ncclProd && op.redop != ncclAvg) return false;  // PreMulSum, user ops
+  // Two ranks: every element is one operation on two values, and IEEE
+  // addition and multiplication commute, so no order exists to change.
+  if (op.state != nullptr && op.state->nranks == 2) return true;
   switch (op.datatype) {
     case ncclInt8:
     case ncclUint8:

@@ -62,13 +62,18 @@ bool HasReal(const RealNccl& real, NcclFunc func);
 // True when issuing `op` as chunks (the same call on consecutive
 // sub-ranges) gives bit for bit the result of one call: a Broadcast (data
 // only); a reduction whose result does not depend on the order in which
-// ranks' values combine: min or max of any type, or a sum, product or
-// average of integers (wrapping integer arithmetic is associative). A
-// floating-point sum, product, average or user op (PreMulSum) is not: the
-// collective's algorithm adds the ranks' values in an order that depends on
-// where an element sits in the buffer, and a chunk moves every boundary, so
-// the result changes by rounding (as it does when NCCL picks another
-// algorithm). Such ops are split only with TRIRACE_CHUNK_FLOAT_REDUCTIONS=on.
+// ranks' values combine: min or max of any type, a sum, product or average
+// of integers (wrapping integer arithmetic is associative), or a sum,
+// product or average of any type on a comm of two ranks (each element is
+// then one addition or multiplication of two values, which commute in IEEE
+// arithmetic: a + b and b + a round to the same bits, NaN payloads aside).
+// A floating-point sum, product or average over three or more ranks, or a
+// user op (PreMulSum), is not: the collective's algorithm adds the ranks'
+// values in an order that depends on where an element sits in the buffer,
+// and a chunk moves every boundary, so the result changes by rounding (as
+// it does when NCCL picks another algorithm). Such ops are split only with
+// TRIRACE_CHUNK_FLOAT_REDUCTIONS=on. The rank count comes from op.state;
+// an op without one counts as three or more ranks.
 bool SplitIsExact(const Op& op);
 
 }  // namespace trirace::interpose

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "gtest/gtest.h"
+#include "interpose/comm_state.h"
 
 namespace trirace::interpose {
 namespace {
@@ -18,17 +19,25 @@ class SplitIsExactTest
 
 TEST_P(SplitIsExactTest, OnlyDataMovementAndOrderFreeReductionsSplitExactly) {
   const auto [func, type, redop] = GetParam();
-  Op op;
-  op.func = func;
-  op.datatype = type;
-  op.redop = redop;
-  bool want = false;
-  if (func == NcclFunc::kBroadcast || func == NcclFunc::kBcast) {
-    want = true;  // data only, whatever the (unused) redop says
-  } else if (func == NcclFunc::kAllReduce || func == NcclFunc::kReduce || func == NcclFunc::kReduceScatter) {
-    want = redop == ncclMax || redop == ncclMin || (IsInteger(type) && redop != static_cast<ncclRedOp_t>(ncclNumOps));
+  const bool user_op = redop == static_cast<ncclRedOp_t>(ncclNumOps);
+  for (const int nranks : {0, 1, 2, 3, 8}) {  // 0: a comm the registry does not know
+    SCOPED_TRACE(nranks);
+    CommState state;
+    state.nranks = nranks;
+    Op op;
+    op.func = func;
+    op.datatype = type;
+    op.redop = redop;
+    op.state = nranks > 0 ? &state : nullptr;
+    bool want = false;
+    if (func == NcclFunc::kBroadcast || func == NcclFunc::kBcast) {
+      want = true;  // data only, whatever the (unused) redop says
+    } else if (func == NcclFunc::kAllReduce || func == NcclFunc::kReduce || func == NcclFunc::kReduceScatter) {
+      // Two ranks: one commutative operation per element, exact in any type.
+      want = redop == ncclMax || redop == ncclMin || (!user_op && (IsInteger(type) || nranks == 2));
+    }
+    EXPECT_EQ(SplitIsExact(op), want);
   }
-  EXPECT_EQ(SplitIsExact(op), want);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -194,14 +194,14 @@ class TestDdp(unittest.TestCase):
 class TestHybrid(unittest.TestCase):
     """examples/pytorch/hybrid_train.py: 2 stages x 2 replicas on hostccl, with the sparse embedding."""
 
-    def run_modes(self, schedule, modes, traces):
+    def run_modes(self, schedule, modes, traces, **extra_env):
         results = {}
         for mode, policy in modes:
             label = (mode or "plain") + ("/" + policy if policy else "")
             trace = os.path.join(traces, "%s-%s.%%r.json" % (schedule, label.replace("/", "-")))
             proc, _ = run_job(HYBRID, 4, ["--stages", "2", "--schedule", schedule, "--sparse-embedding",
                                          "--steps", "3"], mode=mode, policy=policy,
-                              env=job_env(TRIRACE_TRACE=trace))
+                              env=job_env(TRIRACE_TRACE=trace, **(extra_env if mode else {})))
             self.assertEqual(proc.returncode, 0, "%s %s: %s" % (schedule, label, proc.stderr[-4000:]))
             results[label] = result_of(proc)
         base = results[next(iter(results))]
@@ -240,6 +240,19 @@ class TestHybrid(unittest.TestCase):
     def test_2bw_is_identical_without_the_shim_and_under_the_trirace_policy(self):
         with tempfile.TemporaryDirectory() as traces:
             self.run_modes("2bw", [(None, None), ("schedule", "trirace")], traces)
+
+    def test_float_gradients_split_on_two_replicas_and_stay_identical(self):
+        # Two replicas: the data-parallel comms have two ranks, where a float
+        # sum is one commutative addition per element, so the shim splits the
+        # buckets (4 KiB chunks here) and the bits must not move.
+        with tempfile.TemporaryDirectory() as traces:
+            self.run_modes("1f1b", [(None, None), ("schedule", "trirace")], traces, TRIRACE_CHUNK_BYTES="4096")
+            ops = trace_ops.load(os.path.join(traces, "1f1b-schedule-trirace.0.json"))
+        # A chunk is a record of its own (bytes: the chunk's); an op issued
+        # whole must have been no larger than a chunk.
+        grads = [op for op in ops if op["func"] == "AllReduce" and op["role"] == "data-parallel (annotated)"]
+        self.assertGreater(len([op for op in grads if op["chunks"] > 1]), 3)
+        self.assertEqual([op for op in grads if op["chunks"] == 1 and op["bytes"] > 4096], [])
 
 
 if __name__ == "__main__":

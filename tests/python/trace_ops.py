@@ -1,8 +1,9 @@
 """Reads the ops of a TriRace trace (TRIRACE_TRACE) for the Python tests.
 
-load(path) -> [{"func", "bytes", "class", "tag", "comm", "role"}, ...] in
-trace order, where comm is the track's comm number and role the comm's role
-as the trace's footer states it (e.g. "data-parallel (annotated)").
+load(path) -> [{"func", "bytes", "class", "tag", "comm", "role", "chunks"}, ...]
+in trace order, where comm is the track's comm number, role the comm's role
+as the trace's footer states it (e.g. "data-parallel (annotated)") and
+chunks the number of chunks the op was split into (1: issued whole).
 """
 
 import json
@@ -27,5 +28,6 @@ def load(path):
         track = re.match(r"comm (\d+) ", tracks.get(e["tid"], ""))
         comm = int(track.group(1)) if track else None
         ops.append({"func": e["args"]["func"], "bytes": e["args"].get("bytes", 0), "class": e["args"].get("class"),
-                    "tag": e["args"].get("tag", {}), "comm": comm, "role": roles.get(comm)})
+                    "tag": e["args"].get("tag", {}), "comm": comm, "role": roles.get(comm),
+                    "chunks": e["args"].get("chunks", 1)})
     return ops
