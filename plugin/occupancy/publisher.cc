@@ -266,15 +266,19 @@ void OccupancyPublisher::MaybePublish(bool edge) {
   TryPublish(pending_edge ? -1 : 0);
 }
 
-bool OccupancyPublisher::TryPublish(int spins) {
+bool OccupancyPublisher::AcquireWriter(int spins) {
   constexpr int kSpinsBeforeYield = 256;
   for (int i = 0; writing_.exchange(true, std::memory_order_acquire); ++i) {
-    if (spins >= 0 && i >= spins) return false;  // dirty_ stays set: a later call copies
+    if (spins >= 0 && i >= spins) return false;
     if (spins < 0 && i >= kSpinsBeforeYield) std::this_thread::yield();
   }
-  if (live_.load(std::memory_order_acquire)) Publish(NowNs());  // acquire: slot_ as Start left it
-  writing_.store(false, std::memory_order_release);
   return true;
+}
+
+void OccupancyPublisher::TryPublish(int spins) {
+  if (!AcquireWriter(spins)) return;  // dirty_ stays set: a later call copies
+  if (live_.load(std::memory_order_acquire)) Publish(NowNs());  // acquire: slot_ as Start left it
+  ReleaseWriter();
 }
 
 void OccupancyPublisher::Publish(uint64_t now_ns) {
@@ -361,10 +365,10 @@ void OccupancyPublisher::Stop() {
   if (thread_.joinable()) thread_.join();
   if (live_.load(std::memory_order_relaxed)) {
     // The last copy; data-path writers that come later find live_ false.
-    while (writing_.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
+    AcquireWriter(/*spins=*/-1);
     Publish(NowNs());
     live_.store(false, std::memory_order_relaxed);
-    writing_.store(false, std::memory_order_release);
+    ReleaseWriter();
   }
   if (slot_ != nullptr) Leave();
   if (map_ != nullptr) {

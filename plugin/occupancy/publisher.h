@@ -44,12 +44,13 @@
 // writes the slot: the writer flag writing_ (a spin flag) guards the slot's
 // contents and the last-copy bookkeeping. An edge waits for the flag (the
 // holder's copy may predate the edge); a due copy that finds it taken
-// leaves the copy to a later call or the heartbeat. nics_ is append-only: AddNic fills entry n under
-// mu_ (which serialises appenders and guards stop_) and then publishes
-// num_nics_ (release); entry i never changes once num_nics_ > i, so writers
-// read it without the lock. The segment fields (map_, fd_, name_, slot_,
-// period_ns_, thread_) belong to Start and Stop; live_ tells data-path
-// writers (under writing_) whether slot_ may be written.
+// leaves the copy to a later call or the heartbeat. nics_ is append-only:
+// AddNic fills entry n under mu_ (which serialises appenders and guards
+// stop_) and then publishes num_nics_ (release); entry i never changes once
+// num_nics_ > i, so writers read it without the lock. The segment fields
+// (map_, fd_, name_, slot_, period_ns_, thread_) belong to Start and Stop;
+// live_ tells data-path writers (under writing_) whether slot_ may be
+// written.
 #ifndef TRIRACE_PLUGIN_OCCUPANCY_PUBLISHER_H_
 #define TRIRACE_PLUGIN_OCCUPANCY_PUBLISHER_H_
 
@@ -174,10 +175,14 @@ class OccupancyPublisher {
   // Copies the counters now if `edge` (waiting for another writer to
   // finish), else if the last copy is a period old (not waiting).
   void MaybePublish(bool edge);
-  // Takes the writer flag (giving up after `spins` tries; -1: until it is
-  // free, spinning and then yielding) and copies the counters; false if
-  // the flag stayed taken.
-  bool TryPublish(int spins);
+  // Takes the writer flag and copies the counters; leaves the copy to a
+  // later call if the flag stays taken (AcquireWriter's `spins`).
+  void TryPublish(int spins);
+  // Takes writing_, giving up after `spins` tries (-1: until it is free,
+  // spinning and then yielding); false if it stayed taken. ReleaseWriter
+  // gives it back.
+  bool AcquireWriter(int spins);
+  void ReleaseWriter() { writing_.store(false, std::memory_order_release); }
   Counters* At(int nic, int cls) {
     if (nic < 0 || nic >= num_nics_.load(std::memory_order_acquire) || cls < 0 ||
         cls >= TRIRACE_OCC_NUM_CLASSES) {
