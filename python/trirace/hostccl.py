@@ -177,8 +177,8 @@ class ProcessGroupHostccl(dist.ProcessGroup):
             try:
                 calls()
             except _nccl.NcclError as error:
-                raise RuntimeError("hostccl: %s on rank %d of %d: %s" % (op, self.rank(), self.size(), error)) \
-                    from None
+                # The same words as a failure found later on the stream.
+                raise RuntimeError(self._describe(op, error)) from None
             pending = _completion.Pending(op, keep, result, post)
             callback_id = _completion.next_id()
             with self._state_lock:
