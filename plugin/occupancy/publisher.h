@@ -16,9 +16,10 @@
 // of the last one waits for the next call or the heartbeat. So a reader
 // sees the starts and ends of traffic when they happen and the counters in
 // between at most one period late, and a process costs no wake-ups while
-// its links are busy or idle. A heartbeat thread copies once per kHeartbeatUs (or per
-// period if longer) to catch a due copy that was skipped because another
-// thread held the writer flag, and to refresh update_ns.
+// its links are busy or idle. A heartbeat thread copies once per
+// kHeartbeatUs (or per period if longer) to catch a due copy that was
+// skipped because another thread held the writer flag, and to refresh
+// update_ns.
 //
 // Usage (the plugin core):
 //   OccupancyPublisher pub;
