@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
+#include <tuple>
 #include <utility>
 
 #include "median.h"
@@ -120,9 +122,18 @@ class Engine {
     for (size_t l = 0; l < left.size(); ++l) left[l] = at_line_[l] ? line_ : rate_;
     const int levels = order_ == WireOrder::kClassPriority ? 3 : 1;
     for (int t : active_) transfers_[size_t(t)].rate = 0;
+    // One connection (sender, receiver, class) moves its messages in the
+    // order they were posted, as a TCP stream does: only its oldest active
+    // transfer gets a share.
+    std::set<std::tuple<int, int, int>> connections;
+    std::vector<int> heads;
+    for (int t : active_) {
+      const Transfer& tr = transfers_[size_t(t)];
+      if (connections.insert({tr.src_rank, tr.dst_rank, int(tr.cls)}).second) heads.push_back(t);
+    }
     for (int level = 0; level < levels; ++level) {
       std::vector<int> open;
-      for (int t : active_) {
+      for (int t : heads) {
         if (levels == 1 || int(transfers_[size_t(t)].cls) == level) open.push_back(t);
       }
       while (!open.empty()) {

@@ -11,6 +11,10 @@
 //     and the receiver's downlink, each direction at `gbps` (with an
 //     optional token bucket's burst), shared by progressive filling
 //     (max-min fair); no latency, no headers, no loss;
+//   - the transfers of one connection (sender, receiver, class) in the
+//     order they were posted, as a TCP stream moves them: only the oldest
+//     gets a share, so an eager send queued behind another does not slow
+//     the one before it down;
 //   - transfers within a host taking no time;
 //   - a transfer starting when both ends have posted it (P2P: the send and
 //     the matching receive at their streams' heads; collectives: every

@@ -205,6 +205,8 @@ class Builder {
     Transfer t;
     t.src_host = HostOf(src_rank);
     t.dst_host = HostOf(dst_rank);
+    t.src_rank = src_rank;
+    t.dst_rank = dst_rank;
     t.left = bytes;
     t.cls = cls;
     t.gates = std::move(gates);

@@ -45,6 +45,7 @@ struct Op {
 
 struct Transfer {
   int src_host = 0, dst_host = 0;
+  int src_rank = 0, dst_rank = 0;
   double left = 0;  // bytes
   Cls cls = Cls::kP2P;
   std::vector<int> gates;   // ops that must have posted it before it moves

@@ -62,6 +62,21 @@ TEST(HybridSimulate, ActivationsCrossTheLinkAtItsRate) {
   EXPECT_THAT(Simulate(c, 1).iteration_ms, Each(DoubleNear(8.048, 1e-6)));
 }
 
+TEST(HybridSimulate, MessagesOnOneConnectionArriveInTheOrderTheyWereSent) {
+  // Two stages on two hosts, no compute, 4 micro-batches. Sends are eager,
+  // so stage 0 posts activations 0 and 1 at once; a TCP stream moves them
+  // one after the other, activation 0 in 1024 us. Then every step is an
+  // activation one way beside a gradient the other way: (M + 1) x 1024 us.
+  // Sharing the link between the two activations would deliver activation
+  // 0 only after 2048 us, and every step after it would wait for the
+  // gradient of the step before: 8.192 ms.
+  Config c = Small(2, 1, Schedule::k1F1B);
+  c.fwd_us = 0;
+  c.bwd_us = 0;
+  EXPECT_THAT(Simulate(c, 1).iteration_ms, Each(DoubleNear(5.12, 1e-6)));
+  EXPECT_THAT(Simulate(c, 1, WireOrder::kShared).iteration_ms, Each(DoubleNear(5.12, 1e-6)));
+}
+
 TEST(HybridSimulate, ATokenBucketLetsABurstGoAtLineRateAfterIdling) {
   // 112500 tokens drain at line - rate = 1125 B/us: 100 us at 1250 B/us
   // carry 125000 bytes; the other 3000 go at 125 B/us (24 us). Both
