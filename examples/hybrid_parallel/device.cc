@@ -41,7 +41,7 @@ bool Device::Load(std::string* error) {
   ok &= Resolve("hostcclEventRecord", &event_record_, &missing);
   ok &= Resolve("hostcclEventSynchronize", &event_synchronize_, &missing);
   ok &= Resolve("hostcclStreamWaitEvent", &stream_wait_event_, &missing);
-  ok &= Resolve("hostcclLaunchHostFunc", &launch_host_func_, &missing);
+  ok &= Resolve("hostcclLaunchKernelFunc", &launch_kernel_func_, &missing);
   ok &= Resolve("hostcclStreamCompute", &stream_compute_, &missing);
   if (!ok) {
     int version = 0;
@@ -92,10 +92,10 @@ void Device::HostWait(cudaEvent_t e) const {
 
 void Device::Launch(cudaStream_t s, std::function<void()> fn) const {
   auto* heap = new std::function<void()>(std::move(fn));
-  ncclResult_t r = launch_host_func_(s, &RunHostFunc, heap);
+  ncclResult_t r = launch_kernel_func_(s, &RunHostFunc, heap);
   if (r != ncclSuccess) {
     delete heap;
-    CheckNccl(r, "hostcclLaunchHostFunc");
+    CheckNccl(r, "hostcclLaunchKernelFunc");
   }
 }
 

@@ -51,7 +51,7 @@ class Device {
   decltype(&hostcclEventRecord) event_record_ = nullptr;
   decltype(&hostcclEventSynchronize) event_synchronize_ = nullptr;
   decltype(&hostcclStreamWaitEvent) stream_wait_event_ = nullptr;
-  decltype(&hostcclLaunchHostFunc) launch_host_func_ = nullptr;
+  decltype(&hostcclLaunchKernelFunc) launch_kernel_func_ = nullptr;
   decltype(&hostcclStreamCompute) stream_compute_ = nullptr;
 };
 

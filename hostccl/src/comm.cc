@@ -170,7 +170,11 @@ void CommCore::Run(Launch& launch) {
   running_ = false;
 }
 
-absl::Status CommCore::Execute(const Launch& launch) {
+absl::Status CommCore::Execute(Launch& launch) {
+  // Only sends and receives keep the device clock: a collective's reduction
+  // and copies take real time here.
+  const bool clocked = launch.colls.empty() && launch.clock_start_ns.has_value() && links_ != nullptr;
+  if (links_ != nullptr) links_->StartClock(clocked ? launch.clock_start_ns : std::nullopt);
   for (const OpDesc& op : launch.colls) TRIRACE_RETURN_IF_ERROR(RunCollective(op, nranks_, env_));
   if (launch.p2p.empty()) return absl::OkStatus();
   std::vector<P2pTransfer> xs;
@@ -179,6 +183,7 @@ absl::Status CommCore::Execute(const Launch& launch) {
   if (links_ != nullptr) links_->SetTransferFunc(NcclFunc::kSend);  // send/recv
   absl::Status s = RunP2p(xs, env_);
   env_.regions.clear();
+  if (clocked && s.ok()) launch.clock_end_ns = links_->ClockEnd();
   return s;
 }
 

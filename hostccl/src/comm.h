@@ -31,6 +31,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +62,14 @@ struct Launch {
   std::vector<OpDesc> colls;  // in call order
   std::vector<OpDesc> p2p;    // run together after the collectives
   int pending_streams = 0;    // guarded by the core's mutex
+  // Set before submission: the launch was enqueued on exactly one stream.
+  bool one_stream = false;
+  // The device clock (HostStream::ClockedTask, in CLOCK_MONOTONIC ns): the
+  // time its stream reached it, set by that stream before it arrives; and
+  // the end the links report for a launch of sends and receives alone,
+  // set by whoever runs it before `done` (PeerLinks::ClockEnd).
+  std::optional<int64_t> clock_start_ns;
+  std::optional<int64_t> clock_end_ns;
   ncclResult_t result = ncclSuccess;
   absl::Notification done;
 };
@@ -123,7 +132,7 @@ class CommCore : public std::enable_shared_from_this<CommCore> {
   void RunExecutor();
   // Runs a launch taken off the queue (running_ set), then clears running_.
   void Run(Launch& launch);
-  absl::Status Execute(const Launch& launch);
+  absl::Status Execute(Launch& launch);
   void RecordError(const absl::Status& s);
   void StopExecutor();
 

@@ -1,5 +1,7 @@
 #include "hostccl/src/group.h"
 
+#include <chrono>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -70,6 +72,7 @@ void Issue(std::vector<PendingOp> ops) {
   std::vector<std::pair<std::shared_ptr<HostStream>, std::vector<std::shared_ptr<Launch>>>> per_stream;
   for (Entry& e : entries) {
     e.launch->pending_streams = static_cast<int>(e.streams.size());
+    e.launch->one_stream = e.streams.size() == 1;
     for (auto& s : e.streams) {
       auto it = per_stream.begin();
       while (it != per_stream.end() && it->first != s) ++it;
@@ -84,9 +87,21 @@ void Issue(std::vector<PendingOp> ops) {
   for (auto& [stream, launches] : per_stream) {
     std::vector<std::pair<std::shared_ptr<CommCore>, std::shared_ptr<Launch>>> work;
     for (auto& l : launches) work.emplace_back(l->core, l);
+    // One launch: this thread may run it, and it keeps the device clock when
+    // this is its only stream. Several (a group over several comms) must
+    // progress together, so the executors run them.
+    if (work.size() == 1 && work[0].second->one_stream) {
+      stream->EnqueueClocked([work = std::move(work)](HostStream::Clock::time_point start) mutable
+                             -> std::optional<HostStream::Clock::time_point> {
+        Launch& launch = *work[0].second;
+        launch.clock_start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
+        if (!work[0].first->ArriveAndRun(work[0].second)) launch.done.WaitForNotification();
+        if (!launch.clock_end_ns.has_value()) return std::nullopt;
+        return HostStream::Clock::time_point(std::chrono::nanoseconds(*launch.clock_end_ns));
+      });
+      continue;
+    }
     stream->Enqueue([work = std::move(work)]() mutable {
-      // One launch: this thread may run it. Several (a group over several
-      // comms) must progress together, so the executors run them.
       if (work.size() == 1) {
         if (!work[0].first->ArriveAndRun(work[0].second)) work[0].second->done.WaitForNotification();
         return;

@@ -33,6 +33,21 @@ uint64_t HostStream::Enqueue(Task task) {
   return enqueued_;
 }
 
+uint64_t HostStream::EnqueueClocked(ClockedTask task) {
+  return Enqueue([this, enqueued = Clock::now(), task = std::move(task)]() mutable {
+    const Clock::time_point start = std::max(enqueued, last_end_);
+    std::optional<Clock::time_point> end = std::move(task)(start);
+    if (end.has_value()) clock_end_ = std::max(*end, start);
+  });
+}
+
+uint64_t HostStream::EnqueueKernelFunc(Task task) {
+  return EnqueueClocked([task = std::move(task)](Clock::time_point start) mutable -> std::optional<Clock::time_point> {
+    std::move(task)();
+    return start;
+  });
+}
+
 uint64_t HostStream::EnqueueCompute(std::chrono::microseconds duration) {
   // The worker owns a reference to the stream while it runs tasks.
   return Enqueue([this, enqueued = Clock::now(), duration] { RunCompute(enqueued, duration); });

@@ -18,9 +18,11 @@
 // it ended, whichever is later, not when the worker thread happens to wake.
 // So sleep overshoot and hand-off latency do not add up along a chain of
 // kernels; a compute whose clock end has already passed returns at once.
-// A task's end on the clock is its computed end for a compute, and the real
-// time it returned for any other task (a collective, a host function, a
-// gate), which is never earlier than the clock end of the task before it.
+// A task's end on the clock is its computed end for a compute, what it says
+// for a ClockedTask (hostccl's send/receive over shared memory: the hop
+// takes no device time), and the real time it returned for any other task
+// (a collective, a host function, a gate); never earlier than the clock end
+// of the task before it.
 //
 // The clock crosses events. Recording an event captures a ClockMark: the
 // ticket and, once the stream reaches it, the clock end of the work up to it.
@@ -80,7 +82,15 @@ class ClockMark {
 
 class HostStream : public std::enable_shared_from_this<HostStream> {
  public:
+  // steady_clock is CLOCK_MONOTONIC: its time_since_epoch() is comparable
+  // across the processes of one host (common/clock.h's MonotonicNs).
+  using Clock = std::chrono::steady_clock;
   using Task = absl::AnyInvocable<void() &&>;
+  // A task that knows the device clock: called with the time it starts at
+  // on the clock (the later of its enqueue time and the end of the task
+  // before it); returns its end on the clock, or nullopt for the real time
+  // it returned. An end before the start counts as the start.
+  using ClockedTask = absl::AnyInvocable<std::optional<Clock::time_point>(Clock::time_point start) &&>;
 
   HostStream() = default;
   HostStream(const HostStream&) = delete;
@@ -89,6 +99,11 @@ class HostStream : public std::enable_shared_from_this<HostStream> {
   // Appends a task; returns its ticket. Tasks enqueued after Close() are
   // dropped (ticket 0).
   uint64_t Enqueue(Task task);
+  // Appends a ClockedTask; returns its ticket like Enqueue.
+  uint64_t EnqueueClocked(ClockedTask task);
+  // Appends a task that takes no device time, as a kernel whose duration is
+  // modelled by EnqueueCompute (hostcclLaunchKernelFunc).
+  uint64_t EnqueueKernelFunc(Task task);
   // Appends emulated compute of `duration` (see the device clock above);
   // returns its ticket like Enqueue.
   uint64_t EnqueueCompute(std::chrono::microseconds duration);
@@ -111,8 +126,6 @@ class HostStream : public std::enable_shared_from_this<HostStream> {
   void Close();
 
  private:
-  using Clock = std::chrono::steady_clock;
-
   void StartWorkerLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunWorker();
   // Runs on the worker: sleeps to the compute's clock end.
@@ -170,7 +183,10 @@ cudaEvent_t RegisterEvent(std::shared_ptr<HostEvent> event);
 absl::StatusOr<std::shared_ptr<HostEvent>> LookupEvent(cudaEvent_t handle, absl::string_view arg);
 absl::StatusOr<std::shared_ptr<HostEvent>> UnregisterEvent(cudaEvent_t handle);
 
-// Enqueues the cyclic >= wait on `word` (see hostcclStreamWaitValue32).
+// Enqueues the cyclic >= wait on `word` (see hostcclStreamWaitValue32). On
+// the device clock it ends when the worker saw the word open: when the word
+// was written is unknown, and a worker that arrives late may find open a
+// gate that was closed when its stream got there on the clock.
 void EnqueueWaitValue32(HostStream& stream, const volatile uint32_t* word, uint32_t value);
 
 }  // namespace trirace::hostccl

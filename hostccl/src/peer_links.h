@@ -21,7 +21,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "absl/status/statusor.h"
@@ -61,6 +63,19 @@ class PeerLinks {
   // A hint: the transfers that follow serve NCCL function `func` (a net
   // plugin v11 gets it with setNetAttr). May be ignored.
   virtual void SetTransferFunc(NcclFunc func) { (void)func; }
+  // The device clock of one operation (hostccl's emulated stream time, see
+  // docs/hostccl.md "Device clock"), in CLOCK_MONOTONIC nanoseconds.
+  // StartClock(t) before an operation's transfers: t is the time its stream
+  // reached it, or nullopt when the operation has no single stream (its
+  // messages then carry the real time). ClockEnd() after them: the time the
+  // operation ends on the device clock when every transfer went over links
+  // that carry the clock (shared memory, where a hop takes no device time,
+  // as over NVLink), the later of t and the clocks the messages came with;
+  // nullopt when any transfer went over links that do not (the network,
+  // whose time is real) or no clock was started. Links without a clock
+  // (the default) always give nullopt.
+  virtual void StartClock(std::optional<int64_t> start_ns) { (void)start_ns; }
+  virtual std::optional<int64_t> ClockEnd() { return std::nullopt; }
   // Called by a caller with nothing to do: returns when a transfer may have
   // progressed. Links that cannot tell sleep `hint`; links that can (shared
   // memory) may block longer, up to 1 ms, and return as soon as data comes.

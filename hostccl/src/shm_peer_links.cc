@@ -232,14 +232,35 @@ absl::StatusOr<void*> ShmPeerLinks::Post(int peer, bool send, char* data, size_t
   lane.queue.push_back(r);
   // Start copying now: the earlier the bytes move, the shorter the hop.
   TRIRACE_RETURN_IF_ERROR(Progress(lane, peer, send));
+  r->waited = send && !r->done;
   return r;
+}
+
+void ShmPeerLinks::StartClock(std::optional<int64_t> start_ns) {
+  clock_start_ns_ = start_ns;
+  clock_end_ns_ = start_ns;
+  clock_broken_ = false;
+}
+
+std::optional<int64_t> ShmPeerLinks::ClockEnd() {
+  std::optional<int64_t> end = clock_broken_ ? std::nullopt : clock_end_ns_;
+  StartClock(std::nullopt);
+  return end;
+}
+
+int64_t ShmPeerLinks::MessageClockNs() const { return clock_start_ns_.value_or(MonotonicNs()); }
+
+void ShmPeerLinks::ClockAtLeast(int64_t ns) {
+  if (clock_end_ns_.has_value()) clock_end_ns_ = std::max(*clock_end_ns_, ns);
 }
 
 absl::Status ShmPeerLinks::Progress(Lane& lane, int peer, bool send) {
   for (Request* r : lane.queue) {
     if (r->done) continue;
-    absl::StatusOr<bool> done = send ? lane.ring->Push(r->data, r->size, &r->offset)
-                                     : lane.ring->Pop(r->data, r->size, &r->offset, &r->total);
+    int64_t sender_clock_ns = 0;
+    absl::StatusOr<bool> done =
+        send ? lane.ring->Push(r->data, r->size, &r->offset, MessageClockNs())
+             : lane.ring->Pop(r->data, r->size, &r->offset, &r->total, &sender_clock_ns, MessageClockNs());
     if (!done.ok()) {
       return absl::Status(done.status().code(),
                           absl::StrFormat("rank %d %s rank %d over shared memory: %s", rank_,
@@ -247,6 +268,10 @@ absl::Status ShmPeerLinks::Progress(Lane& lane, int peer, bool send) {
     }
     if (!*done) break;
     r->done = true;
+    // A receive ends once its data was sent; a send that waited for room,
+    // once the receive that made room had started.
+    if (!send) ClockAtLeast(sender_clock_ns);
+    if (send && r->waited) ClockAtLeast(lane.ring->consumer_clock_ns());
   }
   return absl::OkStatus();
 }
@@ -294,6 +319,7 @@ absl::StatusOr<bool> ShmPeerLinks::Test(void* request, size_t* size) {
 }
 
 absl::StatusOr<void*> ShmPeerLinks::CountInner(absl::StatusOr<void*> request) {
+  clock_broken_ = true;  // the network's time is real
   if (request.ok() && *request != nullptr) ++inner_in_flight_;
   return request;
 }

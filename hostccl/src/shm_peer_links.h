@@ -28,6 +28,13 @@
 // abort) or whose process is gone fails the transfer with Unavailable, as a
 // closed connection does on the net path.
 //
+// Device clock (PeerLinks::StartClock): a message carries its sender's
+// clock at the start of its operation; a receive ends on the clock no
+// earlier than that, and a send that had to wait for ring space no earlier
+// than the clock of the receive that made it. Without a started clock a
+// message carries the real time. Any transfer through the inner links makes
+// ClockEnd() nullopt.
+//
 // Thread safety: as PeerLinks.
 #ifndef TRIRACE_HOSTCCL_SRC_SHM_PEER_LINKS_H_
 #define TRIRACE_HOSTCCL_SRC_SHM_PEER_LINKS_H_
@@ -36,6 +43,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,6 +88,8 @@ class ShmPeerLinks final : public PeerLinks {
   absl::StatusOr<bool> Test(void* request, size_t* size) override;
   size_t MaxMessageBytes() const override { return inner_->MaxMessageBytes(); }
   void SetTransferFunc(NcclFunc func) override { inner_->SetTransferFunc(func); }
+  void StartClock(std::optional<int64_t> start_ns) override;
+  std::optional<int64_t> ClockEnd() override;
   // Blocks on the ring's doorbell (up to 1 ms) when every transfer in flight
   // is a receive on one ring, as when a pipeline stage waits for its input;
   // otherwise as the inner links.
@@ -95,6 +105,7 @@ class ShmPeerLinks final : public PeerLinks {
     size_t offset = 0;
     size_t total = 0;
     bool done = false;
+    bool waited = false;  // a send not all in the ring when posted
   };
   // One direction to or from one peer.
   struct Lane {
@@ -109,6 +120,10 @@ class ShmPeerLinks final : public PeerLinks {
   absl::Status Progress(Lane& lane, int peer, bool send);
   absl::Status CheckPeerAlive(int peer);
   absl::StatusOr<void*> CountInner(absl::StatusOr<void*> request);
+  // The clock a message of this operation carries, and the rule that an
+  // operation ends on the clock no earlier than `ns`.
+  int64_t MessageClockNs() const;
+  void ClockAtLeast(int64_t ns);
 
   std::unique_ptr<PeerLinks> inner_;
   int rank_;
@@ -119,6 +134,10 @@ class ShmPeerLinks final : public PeerLinks {
   std::vector<std::string> names_;  // rings we created or opened, to remove at Close
   absl::flat_hash_map<Request*, std::unique_ptr<Request>> live_;
   int inner_in_flight_ = 0;  // requests of the inner links not yet seen done
+  // The current operation's device clock (StartClock / ClockEnd).
+  std::optional<int64_t> clock_start_ns_;
+  std::optional<int64_t> clock_end_ns_;
+  bool clock_broken_ = false;  // a transfer went through the inner links
   std::vector<int64_t> next_alive_check_ns_;
   bool closed_ = false;
 };

@@ -21,7 +21,7 @@
 namespace trirace::hostccl {
 namespace {
 
-constexpr uint64_t kMagic = 0x74726972696e6732;  // "triring2"
+constexpr uint64_t kMagic = 0x74726972696e6733;  // "triring3"
 constexpr size_t kLine = 64;
 
 // At the start of every slot.
@@ -29,6 +29,7 @@ struct Fragment {
   uint64_t message_bytes;
   uint64_t offset;
   uint64_t bytes;
+  int64_t clock_ns;  // the sender's device clock for the message
 };
 static_assert(sizeof(Fragment) <= kLine);
 
@@ -51,13 +52,15 @@ struct ShmRing::Header {
   alignas(kLine) std::atomic<uint32_t> closed;
   alignas(kLine) std::atomic<uint32_t> doorbell;  // futex word: bumped to wake the receiver
   std::atomic<uint32_t> receiver_waiting;
+  alignas(kLine) std::atomic<int64_t> consumer_clock_ns;  // stored before tail (receiver)
 };
-static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
+static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free &&
+                  std::atomic<int64_t>::is_always_lock_free,
               "ring indices must be address-free atomics to live in shared memory");
 static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "the doorbell is a futex word");
 
 namespace {
-constexpr size_t kHeaderBytes = 5 * kLine;
+constexpr size_t kHeaderBytes = 6 * kLine;
 size_t SlotStride(size_t slot_bytes) { return kLine + (slot_bytes + kLine - 1) / kLine * kLine; }
 size_t MapBytes(size_t slot_bytes) { return kHeaderBytes + ShmRing::kSlots * SlotStride(slot_bytes); }
 }  // namespace
@@ -104,6 +107,7 @@ absl::StatusOr<std::unique_ptr<ShmRing>> ShmRing::Create(const std::string& name
   h->closed.store(0, std::memory_order_relaxed);
   h->doorbell.store(0, std::memory_order_relaxed);
   h->receiver_waiting.store(0, std::memory_order_relaxed);
+  h->consumer_clock_ns.store(0, std::memory_order_relaxed);
   h->magic.store(kMagic, std::memory_order_release);
   std::move(remove).Cancel();
   return ring;
@@ -136,7 +140,7 @@ absl::StatusOr<std::unique_ptr<ShmRing>> ShmRing::Open(const std::string& name) 
 
 void ShmRing::Unlink(const std::string& name) { shm_unlink(name.c_str()); }
 
-absl::StatusOr<bool> ShmRing::Push(const char* data, size_t size, size_t* offset) {
+absl::StatusOr<bool> ShmRing::Push(const char* data, size_t size, size_t* offset, int64_t clock_ns) {
   Header& h = header();
   if (h.closed.load(std::memory_order_acquire) != 0 && !closed_by_me_) {
     return absl::UnavailableError("the receiving rank closed the shared-memory link (it destroyed or aborted the communicator)");
@@ -148,7 +152,7 @@ absl::StatusOr<bool> ShmRing::Push(const char* data, size_t size, size_t* offset
   while ((*offset < size || first) && head - tail < kSlots) {
     char* s = slot(head);
     const size_t n = std::min(slot_bytes_, size - *offset);
-    Fragment f{size, *offset, n};
+    Fragment f{size, *offset, n, clock_ns};
     std::memcpy(s, &f, sizeof(f));
     if (n > 0) std::memcpy(s + kLine, data + *offset, n);
     *offset += n;
@@ -162,7 +166,8 @@ absl::StatusOr<bool> ShmRing::Push(const char* data, size_t size, size_t* offset
   return *offset == size && !(size == 0 && first);
 }
 
-absl::StatusOr<bool> ShmRing::Pop(char* buf, size_t capacity, size_t* offset, size_t* total) {
+absl::StatusOr<bool> ShmRing::Pop(char* buf, size_t capacity, size_t* offset, size_t* total, int64_t* clock_ns,
+                                  int64_t consumer_clock_ns) {
   Header& h = header();
   uint64_t tail = h.tail.load(std::memory_order_relaxed);
   for (;;) {
@@ -186,9 +191,12 @@ absl::StatusOr<bool> ShmRing::Pop(char* buf, size_t capacity, size_t* offset, si
           "a message of %d bytes arrived for a receive of %zu bytes", f.message_bytes, capacity));
     }
     *total = f.message_bytes;
+    if (clock_ns != nullptr) *clock_ns = f.clock_ns;
     if (f.bytes > 0) std::memcpy(buf + f.offset, s + kLine, f.bytes);
     *offset += f.bytes;
     ++tail;
+    // Before tail: a sender that finds the slot free sees the clock of its reader.
+    h.consumer_clock_ns.store(consumer_clock_ns, std::memory_order_relaxed);
     h.tail.store(tail, std::memory_order_release);
     if (*offset == f.message_bytes) return true;
   }
@@ -225,6 +233,12 @@ void ShmRing::Close() {
   closed_by_me_ = true;
   header().closed.store(1, std::memory_order_release);
   RingDoorbell();
+}
+
+int64_t ShmRing::consumer_clock_ns() const {
+  // After the tail load in Push (acquire), so at least the clock of the
+  // fragment that freed the slot.
+  return header().consumer_clock_ns.load(std::memory_order_relaxed);
 }
 
 bool ShmRing::peer_closed() const {

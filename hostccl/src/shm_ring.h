@@ -59,15 +59,22 @@ class ShmRing {
 
   // Copies as many fragments of [data + *offset, data + size) as there are
   // free slots, advancing *offset; true once the whole message is in the
-  // ring (a zero-byte message takes one fragment). Unavailable if the
-  // receiver closed the ring.
-  absl::StatusOr<bool> Push(const char* data, size_t size, size_t* offset);
+  // ring (a zero-byte message takes one fragment). Every fragment carries
+  // `clock_ns`, the sender's device-clock time for the message (see
+  // ShmPeerLinks). Unavailable if the receiver closed the ring.
+  absl::StatusOr<bool> Push(const char* data, size_t size, size_t* offset, int64_t clock_ns = 0);
   // Copies the published fragments of the next message into `buf` (room for
   // `capacity` bytes), advancing *offset; *total is the message's size once
-  // its first fragment is read. True once the message is complete. A
-  // message larger than `capacity` is InvalidArgument; Unavailable if the
-  // sender closed the ring with nothing left to read.
-  absl::StatusOr<bool> Pop(char* buf, size_t capacity, size_t* offset, size_t* total);
+  // its first fragment is read, and *clock_ns (when not null) the sender's
+  // clock_ns. Each fragment read stores `consumer_clock_ns` for the sender
+  // (consumer_clock_ns()). True once the message is complete. A message
+  // larger than `capacity` is InvalidArgument; Unavailable if the sender
+  // closed the ring with nothing left to read.
+  absl::StatusOr<bool> Pop(char* buf, size_t capacity, size_t* offset, size_t* total, int64_t* clock_ns = nullptr,
+                           int64_t consumer_clock_ns = 0);
+  // The consumer_clock_ns the receiver gave with the last fragment it read
+  // (0 before the first).
+  int64_t consumer_clock_ns() const;
 
   // Receiver: blocks until the sender publishes a fragment or closes the
   // ring, or `timeout_ns` passes; returns at once when a fragment is there.

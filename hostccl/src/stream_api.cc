@@ -86,6 +86,14 @@ TRIRACE_EXPORT ncclResult_t hostcclLaunchHostFunc(cudaStream_t stream, void (*fn
   return ncclSuccess;
 }
 
+TRIRACE_EXPORT ncclResult_t hostcclLaunchKernelFunc(cudaStream_t stream, void (*fn)(void*), void* user_data) {
+  absl::StatusOr<std::shared_ptr<HostStream>> s = LookupStream(stream, "stream");
+  if (!s.ok()) return ApiResult("hostcclLaunchKernelFunc", s.status());
+  if (fn == nullptr) return ApiResult("hostcclLaunchKernelFunc", absl::InvalidArgumentError("fn is NULL"));
+  (*s)->EnqueueKernelFunc([fn, user_data] { fn(user_data); });
+  return ncclSuccess;
+}
+
 TRIRACE_EXPORT ncclResult_t hostcclStreamCompute(cudaStream_t stream, uint64_t microseconds) {
   absl::StatusOr<std::shared_ptr<HostStream>> s = LookupStream(stream, "stream");
   if (!s.ok()) return ApiResult("hostcclStreamCompute", s.status());

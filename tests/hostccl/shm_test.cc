@@ -12,6 +12,7 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -21,6 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "common/params.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hostccl/src/shm_peer_links.h"
@@ -334,6 +336,93 @@ TEST(ShmPeerLinks, SameHostPeersMoveTheirBytesThroughSharedMemory) {
   EXPECT_EQ(handshake, 4);  // two words each way
   ExchangeBothWays(pair, {1, 4096, (size_t{1} << 20) + 3, size_t{10} << 20});
   EXPECT_EQ(mail.messages(), handshake) << "data went over the net links";
+}
+
+// Rank 0 sends `messages` of `bytes` to rank 1 under the device clocks given
+// (PeerLinks::StartClock); rank 1 posts its receives only once every send
+// is posted, so sends beyond the ring's room wait for it. The two ClockEnd()s.
+struct ClockEnds {
+  std::optional<int64_t> sender, receiver;
+};
+ClockEnds SendUnderClocks(Pair& pair, std::optional<int64_t> send_clock, std::optional<int64_t> recv_clock,
+                          int messages, size_t bytes) {
+  ClockEnds out;
+  std::atomic<bool> posted{false};
+  std::thread receiver([&] {
+    PeerLinks& l = *pair.links[1];
+    MemRegion any(nullptr, 0);
+    while (!posted.load()) std::this_thread::yield();
+    l.StartClock(recv_clock);
+    std::string in(bytes, '\0');
+    for (int i = 0; i < messages; ++i) {
+      absl::StatusOr<void*> v = l.Irecv(0, in.data(), bytes, any);
+      ASSERT_TRUE(v.ok() && *v != nullptr);
+      ASSERT_TRUE(Wait(l, *v).ok());
+    }
+    out.receiver = l.ClockEnd();
+  });
+  PeerLinks& l = *pair.links[0];
+  MemRegion any(nullptr, 0);
+  l.StartClock(send_clock);
+  const std::string data(bytes, 'x');
+  std::vector<void*> sends;
+  for (int i = 0; i < messages; ++i) {
+    absl::StatusOr<void*> s = l.Isend(1, data.data(), bytes, any);
+    EXPECT_TRUE(s.ok() && *s != nullptr);
+    if (s.ok() && *s != nullptr) sends.push_back(*s);
+  }
+  posted = true;
+  for (void* s : sends) EXPECT_TRUE(Wait(l, s).ok());
+  out.sender = l.ClockEnd();
+  receiver.join();
+  return out;
+}
+
+TEST(ShmPeerLinks, AReceiveEndsOnTheClockNoEarlierThanItsSenderStarted) {
+  Mailboxes mail(2);
+  Pair pair = MakePair(mail, FreshCommHash(), {Id(7), Id(7)});
+  ASSERT_TRUE(pair.links[0] && pair.links[1]);
+  // The sender's clock is later: the receive ends there, the send at its
+  // own start (the ring had room: the hop takes no device time).
+  ClockEnds e = SendUnderClocks(pair, 2'000'000, 1'000'000, 1, 4096);
+  EXPECT_EQ(e.sender, std::optional<int64_t>(2'000'000));
+  EXPECT_EQ(e.receiver, std::optional<int64_t>(2'000'000));
+  // The receiver's is later: it keeps its own.
+  e = SendUnderClocks(pair, 1'000'000, 3'000'000, 1, 4096);
+  EXPECT_EQ(e.sender, std::optional<int64_t>(1'000'000));
+  EXPECT_EQ(e.receiver, std::optional<int64_t>(3'000'000));
+}
+
+TEST(ShmPeerLinks, ASendThatWaitedForRoomEndsWhenItsReceiverStarted) {
+  Mailboxes mail(2);
+  Pair pair = MakePair(mail, FreshCommHash(), {Id(7), Id(7)});
+  ASSERT_TRUE(pair.links[0] && pair.links[1]);
+  // One more one-slot message than the ring holds.
+  const size_t slot = static_cast<size_t>(ParamInt(ParamId::kHostcclShmRingBytes)) / ShmRing::kSlots;
+  ClockEnds e = SendUnderClocks(pair, 1'000'000, 5'000'000, static_cast<int>(ShmRing::kSlots) + 1, slot);
+  EXPECT_EQ(e.sender, std::optional<int64_t>(5'000'000));
+  EXPECT_EQ(e.receiver, std::optional<int64_t>(5'000'000));
+}
+
+TEST(ShmPeerLinks, WithoutAClockAMessageCarriesTheRealTime) {
+  Mailboxes mail(2);
+  Pair pair = MakePair(mail, FreshCommHash(), {Id(7), Id(7)});
+  ASSERT_TRUE(pair.links[0] && pair.links[1]);
+  const int64_t before = MonotonicNs();
+  ClockEnds e = SendUnderClocks(pair, std::nullopt, 1'000, 1, 4096);
+  EXPECT_EQ(e.sender, std::nullopt) << "no clock started";
+  ASSERT_TRUE(e.receiver.has_value());
+  EXPECT_GE(*e.receiver, before);
+  EXPECT_LE(*e.receiver, MonotonicNs());
+}
+
+TEST(ShmPeerLinks, TheNetworkLinksGiveNoClock) {
+  Mailboxes mail(2);
+  Pair pair = MakePair(mail, FreshCommHash(), {Id(7), Id(8)});
+  ASSERT_TRUE(pair.links[0] && pair.links[1]);
+  ClockEnds e = SendUnderClocks(pair, 2'000'000, 1'000'000, 1, 4096);
+  EXPECT_EQ(e.sender, std::nullopt);
+  EXPECT_EQ(e.receiver, std::nullopt);
 }
 
 // Another host, or shared memory off on either side: the net links carry it.

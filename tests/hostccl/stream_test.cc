@@ -226,6 +226,27 @@ TEST(HostcclStream, RejectsForeignHandlesAndNullArguments) {
   EXPECT_EQ(hostcclEventQuery(reinterpret_cast<cudaEvent_t>(&not_a_stream)), ncclInvalidArgument);
   EXPECT_EQ(hostcclStreamWaitValue32(nullptr, nullptr, 1), ncclInvalidArgument);
   EXPECT_EQ(hostcclLaunchHostFunc(nullptr, nullptr, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(hostcclLaunchKernelFunc(nullptr, nullptr, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(hostcclLaunchKernelFunc(fake, Append, nullptr), ncclInvalidArgument);
+}
+
+TEST(HostcclStream, KernelFuncsRunInOrderWithHostFuncsAndCompute) {
+  cudaStream_t s;
+  ASSERT_EQ(hostcclStreamCreate(&s), ncclSuccess);
+  Log log;
+  std::vector<Step> steps;
+  for (int i = 0; i < 40; ++i) steps.push_back(Step{&log, i});
+  for (int i = 0; i < 40; ++i) {
+    if (i % 10 == 0) {
+      ASSERT_EQ(hostcclStreamCompute(s, 50), ncclSuccess);
+    }
+    auto launch = i % 2 == 0 ? hostcclLaunchKernelFunc : hostcclLaunchHostFunc;
+    ASSERT_EQ(launch(s, Append, &steps[i]), ncclSuccess);
+  }
+  ASSERT_EQ(hostcclStreamSynchronize(s), ncclSuccess);
+  ASSERT_EQ(log.order.size(), 40u);
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(log.order[i], i);
+  EXPECT_EQ(hostcclStreamDestroy(s), ncclSuccess);
 }
 
 // The device clock across events, on the classes (not the C API): every
@@ -316,6 +337,60 @@ TEST(HostcclDeviceClock, EventAfterNonComputeWorkCarriesItsRealEnd) {
   EXPECT_LE(at_e, Clock::now());
   EXPECT_EQ(Ns(ClockAt(f) - at_e), Ns(milliseconds(20)));
   CloseAll({a, b});
+}
+
+TEST(HostcclDeviceClock, AKernelFuncTakesNoDeviceTime) {
+  // A function standing for a kernel whose time a compute models: the 5 ms
+  // it takes on the host are not on the clock (a host function's would be).
+  uint32_t gate = 0;
+  auto a = GatedStream(&gate);
+  HostEvent start, end;
+  a->EnqueueCompute(milliseconds(10));
+  start.Record(a);
+  bool ran = false;
+  a->EnqueueKernelFunc([&ran] {
+    std::this_thread::sleep_for(milliseconds(5));
+    ran = true;
+  });
+  a->EnqueueCompute(milliseconds(10));
+  end.Record(a);
+  Open(&gate);
+  EXPECT_EQ(Ns(ClockAt(end) - ClockAt(start)), Ns(milliseconds(10)));
+  EXPECT_TRUE(ran);
+  CloseAll({a});
+}
+
+TEST(HostcclDeviceClock, AClockedTaskEndsWhereItSaysButNotBeforeItStarts) {
+  uint32_t gate = 0;
+  auto a = GatedStream(&gate);
+  HostEvent before, after_later, after_earlier, after_real;
+  a->EnqueueCompute(milliseconds(10));
+  before.Record(a);
+  std::optional<Clock::time_point> started;
+  a->EnqueueClocked([&started](Clock::time_point start) -> std::optional<Clock::time_point> {
+    started = start;
+    return start + milliseconds(3);
+  });
+  after_later.Record(a);
+  a->EnqueueClocked([](Clock::time_point start) -> std::optional<Clock::time_point> {
+    return start - milliseconds(50);
+  });
+  after_earlier.Record(a);
+  Clock::time_point returned;
+  a->EnqueueClocked([&returned](Clock::time_point) -> std::optional<Clock::time_point> {
+    std::this_thread::sleep_for(milliseconds(2));
+    returned = Clock::now();
+    return std::nullopt;
+  });
+  after_real.Record(a);
+  Open(&gate);
+  const Clock::time_point at_before = ClockAt(before);
+  ASSERT_TRUE(started.has_value());
+  EXPECT_EQ(Ns(*started - at_before), 0) << "it starts where the compute before it ended";
+  EXPECT_EQ(Ns(ClockAt(after_later) - at_before), Ns(milliseconds(3)));
+  EXPECT_EQ(ClockAt(after_earlier), ClockAt(after_later)) << "an end before the start is the start";
+  EXPECT_GE(ClockAt(after_real), returned) << "nullopt: the real time it returned";
+  CloseAll({a});
 }
 
 TEST(HostcclDeviceClock, EventsWithoutWorkDoNotConstrainTheClock) {

@@ -87,6 +87,15 @@ ncclResult_t hostcclStreamWaitEvent(cudaStream_t stream, cudaEvent_t event);
  * own stream. */
 ncclResult_t hostcclLaunchHostFunc(cudaStream_t stream, void (*fn)(void*), void* user_data);
 
+/* Runs fn(user_data) on `stream` in order, as a kernel: it takes no time on
+ * the stream's device clock (see hostcclStreamCompute), so work after it
+ * starts when the work before it ended, however late the worker ran it. For
+ * a program whose kernels do their data work on the host and model their
+ * duration with hostcclStreamCompute; a host function that waits for
+ * something outside the stream must use hostcclLaunchHostFunc, whose end is
+ * the real time it returned. Same rules for fn as hostcclLaunchHostFunc. */
+ncclResult_t hostcclLaunchKernelFunc(cudaStream_t stream, void (*fn)(void*), void* user_data);
+
 /* Emulated compute: the stream is busy for `microseconds` (the worker
  * sleeps, it does not burn a CPU), like a kernel of that duration. As on a
  * GPU, it starts when it is enqueued or when the work before it on the

@@ -1,0 +1,122 @@
+// The device clock across ranks (docs/hostccl.md, "Device clock"): a send
+// and receive over shared memory take no device time, so the compute after
+// a receive starts when the sender's work before the send ended, whenever
+// the receiving worker woke. Two ranks as threads of this process, through
+// CommCore and the group layer (hostccl_internal), whose clock times are
+// computed and so compared exactly.
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "hostccl/src/bootstrap.h"
+#include "hostccl/src/comm.h"
+#include "hostccl/src/group.h"
+#include "hostccl/src/host_stream.h"
+
+namespace trirace::hostccl {
+namespace {
+
+using Clock = HostStream::Clock;
+using std::chrono::milliseconds;
+
+int64_t Ns(Clock::duration d) { return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); }
+
+Clock::time_point ClockAt(const HostEvent& event) {
+  event.Wait();
+  std::optional<Clock::time_point> end = event.Recorded().mark->End();
+  EXPECT_TRUE(end.has_value());
+  return end.value_or(Clock::time_point());
+}
+
+// Two ranks of one communicator, set up concurrently.
+struct TwoRanks {
+  std::shared_ptr<CommCore> core[2];
+  TwoRanks() {
+    setenv("NCCL_NET_PLUGIN", HOSTCCL_NET_PLUGIN_PATH, 1);
+    ncclUniqueId id;
+    EXPECT_TRUE(CreateUniqueId(&id).ok());
+    absl::Status status[2];
+    auto init = [&](int r) {
+      core[r] = std::make_shared<CommCore>(2, r, CommConfig{});
+      status[r] = core[r]->Init(id);
+    };
+    std::thread other(init, 1);
+    init(0);
+    other.join();
+    EXPECT_TRUE(status[0].ok()) << status[0];
+    EXPECT_TRUE(status[1].ok()) << status[1];
+  }
+  ~TwoRanks() {
+    for (auto& c : core) c->Shutdown();
+  }
+};
+
+OpDesc P2p(NcclFunc func, float* data, int peer) {
+  OpDesc op;
+  op.func = func;
+  op.sendbuff = data;
+  op.recvbuff = data;
+  op.count = 1;
+  op.type = ncclFloat32;
+  op.root = peer;
+  return op;
+}
+
+TEST(HostcclClockAcrossRanks, AReceiveOverSharedMemoryTakesNoDeviceTime) {
+  TwoRanks ranks;
+  ASSERT_TRUE(ranks.core[0] && ranks.core[1]);
+  // Both streams start behind one closed gate, so all work is enqueued
+  // before any runs.
+  uint32_t gate = 0;
+  auto sender = std::make_shared<HostStream>();
+  auto receiver = std::make_shared<HostStream>();
+  EnqueueWaitValue32(*sender, &gate, 1);
+  EnqueueWaitValue32(*receiver, &gate, 1);
+  float sent = 42, got = 0;
+  HostEvent computed, received, after;
+  sender->EnqueueCompute(milliseconds(20));
+  computed.Record(sender);
+  ASSERT_TRUE(EnqueueOp(ranks.core[0], P2p(NcclFunc::kSend, &sent, 1), sender).ok());
+  ASSERT_TRUE(EnqueueOp(ranks.core[1], P2p(NcclFunc::kRecv, &got, 0), receiver).ok());
+  received.Record(receiver);
+  receiver->EnqueueCompute(milliseconds(10));
+  after.Record(receiver);
+  __atomic_store_n(&gate, 1u, __ATOMIC_RELEASE);
+  const Clock::time_point at_computed = ClockAt(computed);
+  EXPECT_EQ(Ns(ClockAt(received) - at_computed), 0) << "the hop took device time";
+  EXPECT_EQ(Ns(ClockAt(after) - at_computed), Ns(milliseconds(10)));
+  EXPECT_EQ(got, 42);
+  sender->Close();
+  receiver->Close();
+}
+
+TEST(HostcclClockAcrossRanks, AReceiveThatWasPostedLateEndsOnItsOwnClock) {
+  TwoRanks ranks;
+  ASSERT_TRUE(ranks.core[0] && ranks.core[1]);
+  uint32_t gate = 0;
+  auto sender = std::make_shared<HostStream>();
+  auto receiver = std::make_shared<HostStream>();
+  EnqueueWaitValue32(*sender, &gate, 1);
+  EnqueueWaitValue32(*receiver, &gate, 1);
+  float sent = 7, got = 0;
+  HostEvent sent_at, ready, received;
+  ASSERT_TRUE(EnqueueOp(ranks.core[0], P2p(NcclFunc::kSend, &sent, 1), sender).ok());
+  sent_at.Record(sender);
+  receiver->EnqueueCompute(milliseconds(20));
+  ready.Record(receiver);
+  ASSERT_TRUE(EnqueueOp(ranks.core[1], P2p(NcclFunc::kRecv, &got, 0), receiver).ok());
+  received.Record(receiver);
+  __atomic_store_n(&gate, 1u, __ATOMIC_RELEASE);
+  EXPECT_EQ(ClockAt(received), ClockAt(ready)) << "the data was there before the receive";
+  EXPECT_LT(ClockAt(sent_at), ClockAt(ready));
+  EXPECT_EQ(got, 7);
+  sender->Close();
+  receiver->Close();
+}
+
+}  // namespace
+}  // namespace trirace::hostccl
