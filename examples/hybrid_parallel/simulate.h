@@ -23,8 +23,9 @@
 // With WireOrder::kClassPriority the links serve P2P, then SPARSE, then
 // DENSE (strict priority, what TriRace's class priority aims at, with DENSE
 // filling every byte P2P leaves); with kShared all flows share alike (no
-// classes; a fair stand-in for no scheduling, kinder than TCP's FIFO
-// queues, which let a message wait behind a backlog).
+// classes; a fair stand-in for no scheduling, kinder than a host's shared
+// interface queue, where one connection's message waits behind another
+// connection's backlog).
 //
 // So `kClassPriority` is what TriRace's strategy can reach at best on this
 // loop: a measured trirace time near it has nothing left for the wire to

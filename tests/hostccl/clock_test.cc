@@ -55,6 +55,24 @@ struct TwoRanks {
   }
 };
 
+// A sending and a receiving stream, both behind one closed gate, so that
+// all work is enqueued before any runs.
+struct GatedStreams {
+  uint32_t gate = 0;
+  std::shared_ptr<HostStream> sender = std::make_shared<HostStream>();
+  std::shared_ptr<HostStream> receiver = std::make_shared<HostStream>();
+  GatedStreams() {
+    EnqueueWaitValue32(*sender, &gate, 1);
+    EnqueueWaitValue32(*receiver, &gate, 1);
+  }
+  ~GatedStreams() {
+    Open();  // a failed check must not leave work queued behind the gate
+    sender->Close();
+    receiver->Close();
+  }
+  void Open() { __atomic_store_n(&gate, 1u, __ATOMIC_RELEASE); }
+};
+
 OpDesc P2p(NcclFunc func, float* data, int peer) {
   OpDesc op;
   op.func = func;
@@ -69,53 +87,39 @@ OpDesc P2p(NcclFunc func, float* data, int peer) {
 TEST(HostcclClockAcrossRanks, AReceiveOverSharedMemoryTakesNoDeviceTime) {
   TwoRanks ranks;
   ASSERT_TRUE(ranks.core[0] && ranks.core[1]);
-  // Both streams start behind one closed gate, so all work is enqueued
-  // before any runs.
-  uint32_t gate = 0;
-  auto sender = std::make_shared<HostStream>();
-  auto receiver = std::make_shared<HostStream>();
-  EnqueueWaitValue32(*sender, &gate, 1);
-  EnqueueWaitValue32(*receiver, &gate, 1);
+  GatedStreams s;
   float sent = 42, got = 0;
   HostEvent computed, received, after;
-  sender->EnqueueCompute(milliseconds(20));
-  computed.Record(sender);
-  ASSERT_TRUE(EnqueueOp(ranks.core[0], P2p(NcclFunc::kSend, &sent, 1), sender).ok());
-  ASSERT_TRUE(EnqueueOp(ranks.core[1], P2p(NcclFunc::kRecv, &got, 0), receiver).ok());
-  received.Record(receiver);
-  receiver->EnqueueCompute(milliseconds(10));
-  after.Record(receiver);
-  __atomic_store_n(&gate, 1u, __ATOMIC_RELEASE);
+  s.sender->EnqueueCompute(milliseconds(20));
+  computed.Record(s.sender);
+  ASSERT_TRUE(EnqueueOp(ranks.core[0], P2p(NcclFunc::kSend, &sent, 1), s.sender).ok());
+  ASSERT_TRUE(EnqueueOp(ranks.core[1], P2p(NcclFunc::kRecv, &got, 0), s.receiver).ok());
+  received.Record(s.receiver);
+  s.receiver->EnqueueCompute(milliseconds(10));
+  after.Record(s.receiver);
+  s.Open();
   const Clock::time_point at_computed = ClockAt(computed);
   EXPECT_EQ(Ns(ClockAt(received) - at_computed), 0) << "the hop took device time";
   EXPECT_EQ(Ns(ClockAt(after) - at_computed), Ns(milliseconds(10)));
   EXPECT_EQ(got, 42);
-  sender->Close();
-  receiver->Close();
 }
 
 TEST(HostcclClockAcrossRanks, AReceiveThatWasPostedLateEndsOnItsOwnClock) {
   TwoRanks ranks;
   ASSERT_TRUE(ranks.core[0] && ranks.core[1]);
-  uint32_t gate = 0;
-  auto sender = std::make_shared<HostStream>();
-  auto receiver = std::make_shared<HostStream>();
-  EnqueueWaitValue32(*sender, &gate, 1);
-  EnqueueWaitValue32(*receiver, &gate, 1);
+  GatedStreams s;
   float sent = 7, got = 0;
   HostEvent sent_at, ready, received;
-  ASSERT_TRUE(EnqueueOp(ranks.core[0], P2p(NcclFunc::kSend, &sent, 1), sender).ok());
-  sent_at.Record(sender);
-  receiver->EnqueueCompute(milliseconds(20));
-  ready.Record(receiver);
-  ASSERT_TRUE(EnqueueOp(ranks.core[1], P2p(NcclFunc::kRecv, &got, 0), receiver).ok());
-  received.Record(receiver);
-  __atomic_store_n(&gate, 1u, __ATOMIC_RELEASE);
+  ASSERT_TRUE(EnqueueOp(ranks.core[0], P2p(NcclFunc::kSend, &sent, 1), s.sender).ok());
+  sent_at.Record(s.sender);
+  s.receiver->EnqueueCompute(milliseconds(20));
+  ready.Record(s.receiver);
+  ASSERT_TRUE(EnqueueOp(ranks.core[1], P2p(NcclFunc::kRecv, &got, 0), s.receiver).ok());
+  received.Record(s.receiver);
+  s.Open();
   EXPECT_EQ(ClockAt(received), ClockAt(ready)) << "the data was there before the receive";
   EXPECT_LT(ClockAt(sent_at), ClockAt(ready));
   EXPECT_EQ(got, 7);
-  sender->Close();
-  receiver->Close();
 }
 
 }  // namespace

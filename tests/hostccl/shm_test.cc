@@ -13,6 +13,7 @@
 #include <deque>
 #include <filesystem>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -343,7 +344,12 @@ TEST(ShmPeerLinks, SameHostPeersMoveTheirBytesThroughSharedMemory) {
 // is posted, so sends beyond the ring's room wait for it. The two ClockEnd()s.
 struct ClockEnds {
   std::optional<int64_t> sender, receiver;
+  bool operator==(const ClockEnds&) const = default;
 };
+void PrintTo(const ClockEnds& e, std::ostream* os) {
+  auto text = [](std::optional<int64_t> t) { return t ? std::to_string(*t) : std::string("none"); };
+  *os << "{sender " << text(e.sender) << ", receiver " << text(e.receiver) << "}";
+}
 ClockEnds SendUnderClocks(Pair& pair, std::optional<int64_t> send_clock, std::optional<int64_t> recv_clock,
                           int messages, size_t bytes) {
   ClockEnds out;
@@ -384,13 +390,9 @@ TEST(ShmPeerLinks, AReceiveEndsOnTheClockNoEarlierThanItsSenderStarted) {
   ASSERT_TRUE(pair.links[0] && pair.links[1]);
   // The sender's clock is later: the receive ends there, the send at its
   // own start (the ring had room: the hop takes no device time).
-  ClockEnds e = SendUnderClocks(pair, 2'000'000, 1'000'000, 1, 4096);
-  EXPECT_EQ(e.sender, std::optional<int64_t>(2'000'000));
-  EXPECT_EQ(e.receiver, std::optional<int64_t>(2'000'000));
+  EXPECT_EQ(SendUnderClocks(pair, 2'000'000, 1'000'000, 1, 4096), (ClockEnds{2'000'000, 2'000'000}));
   // The receiver's is later: it keeps its own.
-  e = SendUnderClocks(pair, 1'000'000, 3'000'000, 1, 4096);
-  EXPECT_EQ(e.sender, std::optional<int64_t>(1'000'000));
-  EXPECT_EQ(e.receiver, std::optional<int64_t>(3'000'000));
+  EXPECT_EQ(SendUnderClocks(pair, 1'000'000, 3'000'000, 1, 4096), (ClockEnds{1'000'000, 3'000'000}));
 }
 
 TEST(ShmPeerLinks, ASendThatWaitedForRoomEndsWhenItsReceiverStarted) {
@@ -399,9 +401,8 @@ TEST(ShmPeerLinks, ASendThatWaitedForRoomEndsWhenItsReceiverStarted) {
   ASSERT_TRUE(pair.links[0] && pair.links[1]);
   // One more one-slot message than the ring holds.
   const size_t slot = static_cast<size_t>(ParamInt(ParamId::kHostcclShmRingBytes)) / ShmRing::kSlots;
-  ClockEnds e = SendUnderClocks(pair, 1'000'000, 5'000'000, static_cast<int>(ShmRing::kSlots) + 1, slot);
-  EXPECT_EQ(e.sender, std::optional<int64_t>(5'000'000));
-  EXPECT_EQ(e.receiver, std::optional<int64_t>(5'000'000));
+  EXPECT_EQ(SendUnderClocks(pair, 1'000'000, 5'000'000, static_cast<int>(ShmRing::kSlots) + 1, slot),
+            (ClockEnds{5'000'000, 5'000'000}));
 }
 
 TEST(ShmPeerLinks, WithoutAClockAMessageCarriesTheRealTime) {
@@ -420,9 +421,7 @@ TEST(ShmPeerLinks, TheNetworkLinksGiveNoClock) {
   Mailboxes mail(2);
   Pair pair = MakePair(mail, FreshCommHash(), {Id(7), Id(8)});
   ASSERT_TRUE(pair.links[0] && pair.links[1]);
-  ClockEnds e = SendUnderClocks(pair, 2'000'000, 1'000'000, 1, 4096);
-  EXPECT_EQ(e.sender, std::nullopt);
-  EXPECT_EQ(e.receiver, std::nullopt);
+  EXPECT_EQ(SendUnderClocks(pair, 2'000'000, 1'000'000, 1, 4096), (ClockEnds{std::nullopt, std::nullopt}));
 }
 
 // Another host, or shared memory off on either side: the net links carry it.
