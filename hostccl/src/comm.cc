@@ -163,6 +163,7 @@ void CommCore::Run(Launch& launch) {
     }
   }
   launch.result = result;
+  last_launch_end_ns_ = launch.clock_end_ns.value_or(MonotonicNs());
   launch.core.reset();
   launch.done.Notify();
   absl::MutexLock lock(&mu_);
@@ -174,6 +175,7 @@ absl::Status CommCore::Execute(Launch& launch) {
   // Only sends and receives keep the device clock: a collective's reduction
   // and copies take real time here.
   const bool clocked = launch.colls.empty() && launch.clock_start_ns.has_value() && links_ != nullptr;
+  if (clocked) launch.clock_start_ns = std::max(*launch.clock_start_ns, last_launch_end_ns_);
   if (links_ != nullptr) links_->StartClock(clocked ? launch.clock_start_ns : std::nullopt);
   for (const OpDesc& op : launch.colls) TRIRACE_RETURN_IF_ERROR(RunCollective(op, nranks_, env_));
   if (launch.p2p.empty()) return absl::OkStatus();

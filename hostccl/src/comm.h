@@ -146,6 +146,11 @@ class CommCore : public std::enable_shared_from_this<CommCore> {
   std::vector<char> staging_;
   std::unique_ptr<MemRegion> staging_region_;
   MoverEnv env_;  // used by the thread that runs a launch (one at a time)
+  // The device-clock end of the last launch run (its clock end, or the
+  // real time it finished): the next launch, on whatever stream, starts no
+  // earlier, as NCCL runs a communicator's operations one after another.
+  // Used like env_.
+  int64_t last_launch_end_ns_ = 0;
 
   mutable absl::Mutex mu_;
   std::deque<std::shared_ptr<Launch>> queue_ ABSL_GUARDED_BY(mu_);

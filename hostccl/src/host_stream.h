@@ -147,7 +147,7 @@ class HostStream : public std::enable_shared_from_this<HostStream> {
   std::deque<std::shared_ptr<ClockMark>> pending_marks_ ABSL_GUARDED_BY(mu_);
   // The device clock; touched by the worker thread only.
   Clock::time_point last_end_;                  // clock end of the previous task
-  std::optional<Clock::time_point> clock_end_;  // set by a compute or a wait
+  std::optional<Clock::time_point> clock_end_;  // set by a compute, a wait or a clocked task
 };
 
 // A recorded point on a stream. An event never recorded has no stream and

@@ -55,15 +55,19 @@ struct TwoRanks {
   }
 };
 
-// A sending and a receiving stream, both behind one closed gate, so that
-// all work is enqueued before any runs.
+// A sending and a receiving stream behind one closed gate, so that all
+// work is enqueued before any runs. The receiver waits on an event after
+// the sender's gate, so both start at one clock time (the clock crosses
+// events exactly), however far apart their workers wake.
 struct GatedStreams {
   uint32_t gate = 0;
   std::shared_ptr<HostStream> sender = std::make_shared<HostStream>();
   std::shared_ptr<HostStream> receiver = std::make_shared<HostStream>();
+  HostEvent opened;
   GatedStreams() {
     EnqueueWaitValue32(*sender, &gate, 1);
-    EnqueueWaitValue32(*receiver, &gate, 1);
+    opened.Record(sender);
+    receiver->EnqueueWaitEvent(opened);
   }
   ~GatedStreams() {
     Open();  // a failed check must not leave work queued behind the gate
@@ -87,8 +91,8 @@ OpDesc P2p(NcclFunc func, float* data, int peer) {
 TEST(HostcclClockAcrossRanks, AReceiveOverSharedMemoryTakesNoDeviceTime) {
   TwoRanks ranks;
   ASSERT_TRUE(ranks.core[0] && ranks.core[1]);
+  float sent = 42, got = 0;  // before the streams, which may still use them
   GatedStreams s;
-  float sent = 42, got = 0;
   HostEvent computed, received, after;
   s.sender->EnqueueCompute(milliseconds(20));
   computed.Record(s.sender);
@@ -107,8 +111,8 @@ TEST(HostcclClockAcrossRanks, AReceiveOverSharedMemoryTakesNoDeviceTime) {
 TEST(HostcclClockAcrossRanks, AReceiveThatWasPostedLateEndsOnItsOwnClock) {
   TwoRanks ranks;
   ASSERT_TRUE(ranks.core[0] && ranks.core[1]);
-  GatedStreams s;
   float sent = 7, got = 0;
+  GatedStreams s;
   HostEvent sent_at, ready, received;
   ASSERT_TRUE(EnqueueOp(ranks.core[0], P2p(NcclFunc::kSend, &sent, 1), s.sender).ok());
   sent_at.Record(s.sender);
@@ -120,6 +124,35 @@ TEST(HostcclClockAcrossRanks, AReceiveThatWasPostedLateEndsOnItsOwnClock) {
   EXPECT_EQ(ClockAt(received), ClockAt(ready)) << "the data was there before the receive";
   EXPECT_LT(ClockAt(sent_at), ClockAt(ready));
   EXPECT_EQ(got, 7);
+}
+
+TEST(HostcclClockAcrossRanks, ALaunchStartsNoEarlierThanTheCommsLaunchBeforeItOnAnotherStream) {
+  // The comm runs its launches one after another, whatever their streams:
+  // the second send, on a stream with nothing before it, ends on the clock
+  // no earlier than the first, which followed 20 ms of compute.
+  TwoRanks ranks;
+  ASSERT_TRUE(ranks.core[0] && ranks.core[1]);
+  float first = 1, second = 2, got[2] = {0, 0};
+  GatedStreams s;
+  auto other = std::make_shared<HostStream>();
+  other->EnqueueWaitEvent(s.opened);
+  HostEvent computed, second_sent;
+  s.sender->EnqueueCompute(milliseconds(20));
+  computed.Record(s.sender);
+  ASSERT_TRUE(EnqueueOp(ranks.core[0], P2p(NcclFunc::kSend, &first, 1), s.sender).ok());
+  ASSERT_TRUE(EnqueueOp(ranks.core[0], P2p(NcclFunc::kSend, &second, 1), other).ok());
+  second_sent.Record(other);
+  ASSERT_TRUE(EnqueueOp(ranks.core[1], P2p(NcclFunc::kRecv, &got[0], 0), s.receiver).ok());
+  ASSERT_TRUE(EnqueueOp(ranks.core[1], P2p(NcclFunc::kRecv, &got[1], 0), s.receiver).ok());
+  s.Open();
+  EXPECT_GE(ClockAt(second_sent), ClockAt(computed));
+  s.receiver->EnqueueCompute(milliseconds(0));
+  HostEvent received;
+  received.Record(s.receiver);
+  ClockAt(received);
+  EXPECT_EQ(got[0], 1);
+  EXPECT_EQ(got[1], 2);
+  other->Close();
 }
 
 }  // namespace
