@@ -15,6 +15,7 @@ namespace trirace::interpose {
 struct GatedLauncher::TakenGroup {
   std::vector<TraceRecord> records;           // in call order
   std::vector<device::StreamHandle> streams;  // the callers' streams, once each
+  std::vector<CommState*> stream_comms;       // the comm of streams[i]'s first op
   CommState* state = nullptr;                 // the first op's comm
   TraceRecord first;                          // the first op's record: tag and comm for the task
   TrafficClass traffic_class = TrafficClass::kDense;
@@ -39,7 +40,10 @@ struct GatedLauncher::TakenGroup {
       receives = receives || op.record.func != NcclFunc::kSend;
       bool known = false;
       for (device::StreamHandle s : streams) known = known || s == op.stream;
-      if (!known) streams.push_back(op.stream);
+      if (!known) {
+        streams.push_back(op.stream);
+        stream_comms.push_back(op.state);
+      }
       records.push_back(std::move(op.record));
     }
   }
@@ -142,7 +146,7 @@ ncclResult_t GatedLauncher::EndGatedGroup(TakenGroup& g, CommLane& lane) {
   spec.receives = g.receives;
   if (!Submit(t, std::move(spec), MonotonicNs())) PutGate(lane, *t);
   const ncclResult_t r = real_.GroupEnd();
-  if (absl::Status s = dev_.LaunchHostFunc(lane.stream(), &TicketDoneCallback, t); !s.ok()) {
+  if (absl::Status s = watcher_.Watch(lane.stream(), g.state, lane.device(), &TicketDoneCallback, t); !s.ok()) {
     Fail(s, "queueing a completion callback");
     TicketDone(t);
   }
@@ -162,8 +166,9 @@ void GatedLauncher::EndUngatedGroup(TakenGroup& g, GateTicket* t) {
   spec.links = std::move(g.links);
   spec.receives = g.receives;
   Submit(t, std::move(spec), MonotonicNs());
-  for (device::StreamHandle s : g.streams) {
-    if (absl::Status st = dev_.LaunchHostFunc(s, &TicketDoneCallback, t); !st.ok()) {
+  for (size_t i = 0; i < g.streams.size(); ++i) {
+    const CommState* comm = g.stream_comms[i];
+    if (absl::Status st = watcher_.Watch(g.streams[i], comm, comm->device, &TicketDoneCallback, t); !st.ok()) {
       Fail(st, "queueing a completion callback");
       TicketDone(t);
     }

@@ -81,25 +81,26 @@ uint32_t ParseExcludedRoles(absl::string_view text, std::string* bad) {
   return mask;
 }
 
-GatedLauncher::GatedLauncher(const RealNccl& real, RecordSink* sink, device::Device& dev)
-    : real_(real), sink_(sink), dev_(dev) {}
+GatedLauncher::GatedLauncher(const RealNccl& real, RecordSink* sink, device::Device& dev, StreamWatcher& watcher)
+    : real_(real), sink_(sink), dev_(dev), watcher_(watcher) {}
 
 GatedLauncher::~GatedLauncher() { Shutdown(); }
 
 absl::StatusOr<std::unique_ptr<GatedLauncher>> GatedLauncher::Create(const RealNccl& real, RecordSink* sink,
-                                                                     device::Device& dev) {
+                                                                     device::Device& dev,
+                                                                     StreamWatcher& watcher) {
   if (const char* conns = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"); conns != nullptr && std::atoi(conns) == 1) {
     return absl::FailedPreconditionError(
         "CUDA_DEVICE_MAX_CONNECTIONS=1 gives the GPU one hardware queue, where a closed gate would stall every "
         "stream");
   }
-  std::unique_ptr<GatedLauncher> l(new GatedLauncher(real, sink, dev));
+  std::unique_ptr<GatedLauncher> l(new GatedLauncher(real, sink, dev, watcher));
   l->links_ = OpLinks::FromParams();
   absl::StatusOr<std::unique_ptr<sched::Engine>> engine = MakeEngineFromParams(l.get(), *l->links_);
   if (!engine.ok()) return engine.status();
   l->engine_ = *std::move(engine);
   l->engine_->SetTuningListener([sink](const sched::TuningChange& c) { ReportTuning(c, sink); });
-  l->stamp_p2p_start_ = l->engine_->options().tuning.enabled && dev.name() == "host";
+  l->stamp_p2p_start_ = l->engine_->options().tuning.enabled && dev.inline_funcs();
   if (ParamBool(ParamId::kPeerExchange)) {
     GatedLauncher* self = l.get();
     l->exchange_ = std::make_unique<PeerExchange>(

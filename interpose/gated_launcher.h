@@ -9,12 +9,16 @@
 //   record E_in on the user stream U;  D waits E_in
 //   per chunk i (AllReduce/Reduce/Broadcast above TRIRACE_CHUNK_BYTES,
 //   split by sched::PlanChunks; else one ticket):
-//     D: wait gate i;  real call (chunk i) on D;  D: completion callback i
+//     D: wait gate i;  real call (chunk i) on D;  watch D: completion i
 //     register task i with the engine (ReserveId + Submit; cookie = ticket)
 //   record E_done on D;  U waits E_done;  return the real result
 //
-// Send/Recv run on U as called, without a gate; a completion callback on U
-// reports them (ungated tasks: link state for the policy).
+// Send/Recv run on U as called, without a gate; their completion is
+// watched on U (ungated tasks: link state for the policy).
+//
+// Completions are never host functions on D or U: the StreamWatcher
+// (stream_watcher.h) records an event there and runs the callback on a
+// stream of its own, so neither stream waits for a host thread.
 //
 // A user group (ncclGroupStart/End) is issued as one ticket. The real
 // GroupStart and every op go to the real NCCL at call time (so each call
@@ -23,10 +27,10 @@
 //   - collective first: every op of the group is issued on that comm's D
 //     (NCCL queues grouped ops until GroupEnd, so the stream work is still
 //     ahead). At the outermost GroupEnd: E_in of every user stream involved
-//     -> D, one gate, the real GroupEnd (its result is returned), the
-//     completion callback, E_done -> every user stream, one task.
+//     -> D, one gate, the real GroupEnd (its result is returned), D
+//     watched for the completion, E_done -> every user stream, one task.
 //   - Send/Recv first: ops stay on their streams; one ungated task whose
-//     completion is a callback on each stream involved.
+//     completion is watched on each stream involved.
 // Ops of the group on a comm that cannot be gated, or on another device,
 // keep their own stream (they join the group's completion).
 //
@@ -54,11 +58,12 @@
 //
 // Files: gated_launcher.cc (creation, dispatch, ticket hand-offs),
 // gated_launch_chunked.cc, gated_launch_group.cc; gate_ticket.h (the
-// ticket), comm_lane.h (per-comm stream and gates), gate_watchdog.h.
+// ticket), comm_lane.h (per-comm stream and gates), gate_watchdog.h,
+// stream_watcher.h (completion callbacks).
 //
 // Thread safety: Launch/Group* from any application threads (the group is
 // the calling thread's own; per-comm state in CommLane); OpenGate from
-// engine threads; completion callbacks from stream threads.
+// engine threads; completion callbacks from the watcher's stream threads.
 #ifndef TRIRACE_INTERPOSE_GATED_LAUNCHER_H_
 #define TRIRACE_INTERPOSE_GATED_LAUNCHER_H_
 
@@ -80,6 +85,7 @@
 #include "scheduler/engine.h"
 #include "interpose/op_links.h"
 #include "interpose/peer_exchange.h"
+#include "interpose/stream_watcher.h"
 
 namespace trirace::interpose {
 
@@ -87,8 +93,9 @@ namespace trirace::interpose {
 // text ("pipeline,expert"); unknown names are reported in `bad`.
 uint32_t ParseExcludedRoles(absl::string_view text, std::string* bad);
 
-// The completion callback a ticket's stream runs (a C function for the
-// device's host-function call): GatedLauncher::TicketDone.
+// The completion callback the watcher runs once a ticket's stream has run
+// its work (a C function for the device's host-function call):
+// GatedLauncher::TicketDone.
 void TicketDoneCallback(void* ticket);
 // Stamps GateTicket::started_ns (a host function queued before the op; with
 // several streams the last to get there sets it).
@@ -105,11 +112,12 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   };
 
   // A launcher issuing through `real` on `dev` (the shim's device backend,
-  // device::SelectDevice; it must outlive the launcher), with the engine
+  // device::SelectDevice), watching completions with `watcher` (made on
+  // `dev`); both must outlive the launcher. The engine is
   // built from the params (TRIRACE_POLICY, TRIRACE_MAX_HOLD_US, ...). The
   // error says why schedule mode cannot run (the shim then observes).
   static absl::StatusOr<std::unique_ptr<GatedLauncher>> Create(const RealNccl& real, RecordSink* sink,
-                                                               device::Device& dev);
+                                                               device::Device& dev, StreamWatcher& watcher);
   ~GatedLauncher() override;
 
   ncclResult_t Launch(const Op& op, OpRecording* recording) override;
@@ -141,7 +149,7 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   // The taken records of a closed user group (gated_launch_group.cc).
   struct TakenGroup;
 
-  GatedLauncher(const RealNccl& real, RecordSink* sink, device::Device& dev);
+  GatedLauncher(const RealNccl& real, RecordSink* sink, device::Device& dev, StreamWatcher& watcher);
 
   // Whether `op` may be gated; false: passthrough.
   bool CanGate(const Op& op);
@@ -157,7 +165,7 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   ncclResult_t EndGatedGroup(TakenGroup& g, CommLane& lane);
   // `t`: the group's ticket, made (and stamped) before the real GroupEnd.
   void EndUngatedGroup(TakenGroup& g, GateTicket* t);
-  // Queues TicketStartCallback for `t` on `stream` when stamp_p2p_start_.
+  // Queues TicketStartCallback(t) inline on `stream` when stamp_p2p_start_.
   void StampStart(GateTicket* t, device::StreamHandle stream);
 
   GateTicket* NewTicket(CommLane* lane, CommState* state);
@@ -179,6 +187,7 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   const RealNccl& real_;
   RecordSink* const sink_;
   device::Device& dev_;  // the shim's
+  StreamWatcher& watcher_;  // the shim's
   std::unique_ptr<OpLinks> links_;
   std::unique_ptr<sched::Engine> engine_;
   std::unique_ptr<PeerExchange> exchange_;  // nullptr: TRIRACE_PEER_EXCHANGE=0
@@ -187,9 +196,10 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   int64_t chunk_ns_ = 0;            // TRIRACE_CHUNK_US
   uint64_t chunk_min_bytes_ = 0;    // TRIRACE_CHUNK_MIN_BYTES
   bool chunk_float_reductions_ = false;  // TRIRACE_CHUNK_FLOAT_REDUCTIONS=on
-  // Stamp when the stream reaches each ungated P2P op, for the tuner: on
-  // host streams, where a host function costs a function call; a CUDA host
-  // function would stall the GPU stream until the host ran it.
+  // Stamp when the stream reaches each ungated P2P op, for the tuner: where
+  // the device runs inline functions (host streams: a function call, no
+  // device time); a CUDA host function would stall the GPU stream until
+  // the host ran it.
   bool stamp_p2p_start_ = false;
   uint64_t unagreed_chunk_bytes_ = 0;  // for comms without exchanged records
   // The chunk size of ops on `state`.

@@ -99,12 +99,13 @@ void Shim::Initialize() {
     absl::StatusOr<std::unique_ptr<device::Device>> dev = device::SelectDevice(real_->handle);
     if (dev.ok()) {
       device_ = *std::move(dev);
+      watcher_ = std::make_unique<StreamWatcher>(*device_);
     } else {
       TRIRACE_INFO(TRACE, "trace slices end at the call's return: %s", dev.status().ToString());
     }
     if (mode_ == ShimMode::kSchedule) {
       absl::StatusOr<std::unique_ptr<GatedLauncher>> gated =
-          device_ != nullptr ? GatedLauncher::Create(*real_, this, *device_) : dev.status();
+          device_ != nullptr ? GatedLauncher::Create(*real_, this, *device_, *watcher_) : dev.status();
       if (gated.ok()) {
         launcher_ = *std::move(gated);
       } else {
@@ -233,7 +234,8 @@ void Shim::TrackCompletion(const TraceRecord& record, CommState* state, cudaStre
   // node of the graph: run at every replay (with a freed record), or never.
   const absl::StatusOr<bool> capturing =
       device_ != nullptr ? device_->IsCapturing(stream) : absl::StatusOr<bool>(true);
-  if (!capturing.ok() || *capturing || !device_->LaunchHostFunc(stream, &Shim::OnStreamDone, pending).ok()) {
+  const int device = state != nullptr ? state->device : -1;
+  if (!capturing.ok() || *capturing || !watcher_->Watch(stream, state, device, &Shim::OnStreamDone, pending).ok()) {
     pending->record.completion = CompletionSource::kReturn;
     OnStreamDone(pending);
   }

@@ -25,14 +25,16 @@
 //     Group* end, and finishes the grouped records the launcher did not
 //     take; launchers keep no group state of their own;
 //   - the completion of every op record the launcher does not take
-//     (OpRecording): a host function queued on the op's stream after it
-//     (at the outermost ncclGroupEnd for grouped ops) ends the record at
-//     the op's real completion, on hostccl and on CUDA alike. The record
-//     ends at the call's return instead when there is no device backend,
-//     the call failed, the stream is being captured into a CUDA graph (a
-//     captured host function would run at every replay, or never), or the
-//     host function cannot be queued. Records the gated launcher takes end
-//     at its tickets' completion callbacks (gated_launcher.h).
+//     (OpRecording): the op's stream is watched after it (at the outermost
+//     ncclGroupEnd for grouped ops; StreamWatcher: an event on the stream,
+//     a host function on a stream of the shim's) and the record ends at
+//     the op's real completion, on hostccl and on CUDA alike, without the
+//     op's stream waiting for a host thread. The record ends at the call's
+//     return instead when there is no device backend, the call failed, the
+//     stream is being captured into a CUDA graph (a captured event record
+//     would be a node of the graph), or the watch cannot be queued. Records
+//     the gated launcher takes end at its tickets' completion callbacks
+//     (gated_launcher.h).
 //
 // Thread safety: every method may be called from any thread. The op path
 // takes no lock: the registry lookup is lock-free, the tag and group state
@@ -57,6 +59,7 @@
 #include "interpose/launcher.h"
 #include "interpose/op.h"
 #include "interpose/real_nccl.h"
+#include "interpose/stream_watcher.h"
 #include "interpose/trace_record.h"
 #include "common/params.h"
 #include "interpose/trace_writer.h"
@@ -162,8 +165,8 @@ class Shim final : private RecordSink {
   void RecordFinished(TraceRecord& record, CommState* state) override;
   void RecordEvent(const TraceRecord& record) override;
   static void OnStreamDone(void* pending);
-  // Ends `record` at the op's completion on `stream` (a host function), or
-  // now where that cannot be tracked. The record counts as in flight.
+  // Ends `record` at the op's completion on `stream` (watched, on `state`'s
+  // device), or now where that cannot be tracked. The record counts as in flight.
   void TrackCompletion(const TraceRecord& record, CommState* state, cudaStream_t stream);
   // The outermost level of `group` closed: finishes the records the
   // launcher did not take (tracked when the group `launched`, else ended
@@ -177,6 +180,9 @@ class Shim final : private RecordSink {
   // Before launcher_: the gated launcher borrows it. nullptr: no backend
   // (records end at the call's return; no schedule mode).
   std::unique_ptr<device::Device> device_;
+  // On device_, before launcher_ (which borrows it too): completions of the
+  // ops the shim tracks (nullptr with device_).
+  std::unique_ptr<StreamWatcher> watcher_;
   std::unique_ptr<Launcher> launcher_;
   std::unique_ptr<TraceWriter> trace_;
   CommRegistry registry_;

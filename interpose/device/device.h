@@ -125,6 +125,14 @@ class Device {
   virtual absl::StatusOr<bool> IsCapturing(StreamHandle stream) = 0;
   // Runs fn(arg) on a driver thread once `stream` reaches this point.
   virtual absl::Status LaunchHostFunc(StreamHandle stream, HostFn fn, void* arg) = 0;
+  // Runs fn(arg) in stream order on the stream's own thread, taking no
+  // device time: only where streams are host threads (host:
+  // hostcclLaunchKernelFunc). fn must be short and never block.
+  // Unimplemented where inline_funcs() is false (CUDA has no such call).
+  virtual absl::Status LaunchInlineFunc(StreamHandle, HostFn, void*) {
+    return absl::UnimplementedError("this device backend has no inline stream functions");
+  }
+  virtual bool inline_funcs() const { return false; }
 
   // Makes device `ordinal` the calling thread's current one until the
   // result goes (CUDA: its primary context, then the previous context

@@ -25,6 +25,7 @@ struct HostApi {
   ncclResult_t (*EventSynchronize)(cudaEvent_t);
   ncclResult_t (*StreamWaitEvent)(cudaStream_t, cudaEvent_t);
   ncclResult_t (*LaunchHostFunc)(cudaStream_t, void (*)(void*), void*);
+  ncclResult_t (*LaunchKernelFunc)(cudaStream_t, void (*)(void*), void*);  // optional: nullptr
   ncclResult_t (*StreamWaitValue32)(cudaStream_t, const volatile uint32_t*, uint32_t);
 };
 
@@ -117,6 +118,11 @@ class HostDevice final : public Device {
   absl::Status LaunchHostFunc(StreamHandle s, HostFn fn, void* arg) override {
     return Check(api_.LaunchHostFunc(S(s), fn, arg), "hostcclLaunchHostFunc");
   }
+  bool inline_funcs() const override { return api_.LaunchKernelFunc != nullptr; }
+  absl::Status LaunchInlineFunc(StreamHandle s, HostFn fn, void* arg) override {
+    if (api_.LaunchKernelFunc == nullptr) return Device::LaunchInlineFunc(s, fn, arg);
+    return Check(api_.LaunchKernelFunc(S(s), fn, arg), "hostcclLaunchKernelFunc");
+  }
   absl::StatusOr<CurrentDevice> MakeCurrent(int) override { return CurrentDevice(); }
   absl::StatusOr<std::string> PciBusId(int ordinal) override {
     return absl::NotFoundError(absl::StrCat("host streams: device ", ordinal, " is not a GPU"));
@@ -147,6 +153,8 @@ absl::StatusOr<std::unique_ptr<Device>> OpenHostDevice(void* nccl_handle) {
       {"hostcclLaunchHostFunc", Resolve(nccl_handle, "hostcclLaunchHostFunc", &a.LaunchHostFunc)},
       {"hostcclStreamWaitValue32", Resolve(nccl_handle, "hostcclStreamWaitValue32", &a.StreamWaitValue32)},
   };
+  // Newer than the rest: without it LaunchInlineFunc is unimplemented.
+  Resolve(nccl_handle, "hostcclLaunchKernelFunc", &a.LaunchKernelFunc);
   for (const Entry& e : entries) {
     if (!e.ok) {
       return absl::FailedPreconditionError(

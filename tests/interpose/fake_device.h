@@ -3,7 +3,7 @@
 // with every stream operation visible.
 //
 // Each stream is a FIFO of work items run by a thread of its own: events
-// (record / wait, generation counted as CUDA does), gate waits (polled
+// (record / wait, each record its own point as in CUDA), gate waits (polled
 // every 50 us: gates open by plain stores), host functions, and work a
 // test enqueues itself (a fake library's "kernels", Enqueue()). Work queued
 // on a stream the device did not create fails the test. SetCapturing()
@@ -107,28 +107,33 @@ class FakeDevice final : public device::Device {
     std::lock_guard<std::mutex> lock(mu_);
     auto* e = static_cast<Event*>(h);
     if (events_.count(e) == 0) return absl::InvalidArgumentError("unknown event");
-    const uint64_t gen = ++e->recorded;
-    return PushLocked(s, {nullptr, [this, e, gen] {
+    // As CUDA: a record captures this point of `s`; a wait captures the
+    // event's latest record, which a later record (on any stream) does not
+    // change.
+    auto point = std::make_shared<bool>(false);
+    e->latest = point;
+    return PushLocked(s, {nullptr, [this, point] {
                             std::lock_guard<std::mutex> l(mu_);
-                            e->completed = std::max(e->completed, gen);
+                            *point = true;
                           }});
   }
   absl::Status StreamWaitEvent(device::StreamHandle s, device::EventHandle h) override {
     std::lock_guard<std::mutex> lock(mu_);
     auto* e = static_cast<Event*>(h);
     if (events_.count(e) == 0) return absl::InvalidArgumentError("unknown event");
-    const uint64_t target = e->recorded;  // the point recorded now
-    return PushLocked(s, {[e, target] { return e->completed >= target; }, nullptr});
+    std::shared_ptr<bool> point = e->latest;  // nullptr: never recorded, nothing to wait for
+    return PushLocked(s, {[point] { return point == nullptr || *point; }, nullptr});
   }
   absl::StatusOr<bool> QueryEvent(device::EventHandle h) override {
     std::lock_guard<std::mutex> lock(mu_);
     auto* e = static_cast<Event*>(h);
-    return e->completed >= e->recorded;
+    return e->latest == nullptr || *e->latest;
   }
   absl::Status SynchronizeEvent(device::EventHandle h) override {
     std::unique_lock<std::mutex> lock(mu_);
     auto* e = static_cast<Event*>(h);
-    cv_.wait(lock, [e] { return e->completed >= e->recorded; });
+    std::shared_ptr<bool> point = e->latest;
+    cv_.wait(lock, [&point] { return point == nullptr || *point; });
     return absl::OkStatus();
   }
 
@@ -152,6 +157,10 @@ class FakeDevice final : public device::Device {
     return captured_.count(s) != 0;
   }
   absl::Status LaunchHostFunc(device::StreamHandle s, device::HostFn fn, void* arg) override {
+    return Enqueue(s, [fn, arg] { fn(arg); });
+  }
+  bool inline_funcs() const override { return true; }
+  absl::Status LaunchInlineFunc(device::StreamHandle s, device::HostFn fn, void* arg) override {
     return Enqueue(s, [fn, arg] { fn(arg); });
   }
   absl::StatusOr<device::CurrentDevice> MakeCurrent(int) override { return device::CurrentDevice(); }
@@ -195,8 +204,7 @@ class FakeDevice final : public device::Device {
     std::thread worker;
   };
   struct Event {
-    uint64_t recorded = 0;
-    uint64_t completed = 0;
+    std::shared_ptr<bool> latest;  // set (under mu_) once its stream passed the record
   };
 
   absl::Status PushLocked(device::StreamHandle h, Item item) {

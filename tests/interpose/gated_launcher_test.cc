@@ -253,7 +253,7 @@ class GatingOverFakeDevice : public ::testing::TestWithParam<const char*> {
       ASSERT_TRUE(s.ok()) << s.status();
       user_streams_.push_back(*s);
     }
-    auto l = GatedLauncher::Create(real_, &sink_, dev_);
+    auto l = GatedLauncher::Create(real_, &sink_, dev_, watcher_);
     ASSERT_TRUE(l.ok()) << l.status();
     launcher_ = *std::move(l);
   }
@@ -349,6 +349,7 @@ class GatingOverFakeDevice : public ::testing::TestWithParam<const char*> {
   }
 
   FakeDevice dev_;  // outlives the launcher, which borrows it
+  StreamWatcher watcher_{dev_};  // likewise
   FakeNccl nccl_{dev_};
   RealNccl real_;
   Sink sink_;
