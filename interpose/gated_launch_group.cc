@@ -168,7 +168,8 @@ void GatedLauncher::EndUngatedGroup(TakenGroup& g, GateTicket* t) {
   Submit(t, std::move(spec), MonotonicNs());
   for (size_t i = 0; i < g.streams.size(); ++i) {
     const CommState* comm = g.stream_comms[i];
-    if (absl::Status st = watcher_.Watch(g.streams[i], comm, comm->device, &TicketDoneCallback, t); !st.ok()) {
+    const int device = comm != nullptr ? comm->device : -1;  // an op of an unknown comm: the stream's own order
+    if (absl::Status st = watcher_.Watch(g.streams[i], comm, device, &TicketDoneCallback, t); !st.ok()) {
       Fail(st, "queueing a completion callback");
       TicketDone(t);
     }
