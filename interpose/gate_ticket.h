@@ -1,7 +1,7 @@
 // GateTicket: what the gated launch hands the engine as one task: a gated
 // op, one chunk of it, a gated user group, or an ungated P2P op (tracked for
 // link state). Three parties hold it: the engine's release (OpenGate), the completion
-// callback on the stream, and the watchdog (gate_watchdog.h). Each calls
+// callback (the stream watcher's), and the watchdog (gate_watchdog.h). Each calls
 // Arrive() with its bit once; the second of release/completion tells the
 // engine the task completed, and the last of the three frees the ticket.
 //

@@ -97,7 +97,7 @@ uint32_t ParseExcludedRoles(absl::string_view text, std::string* bad);
 // its work (a C function for the device's host-function call):
 // GatedLauncher::TicketDone.
 void TicketDoneCallback(void* ticket);
-// Stamps GateTicket::started_ns (a host function queued before the op; with
+// Stamps GateTicket::started_ns (an inline function queued before the op; with
 // several streams the last to get there sets it).
 void TicketStartCallback(void* ticket);
 

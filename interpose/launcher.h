@@ -12,7 +12,7 @@
 // tell when the op's work completes (the gated launcher) may take the
 // record: it sets OpRecording::taken and later hands the finished record(s)
 // to the RecordSink it was given (one per chunk). Otherwise the shim
-// completes the record itself (host callback on the op's stream, or the
+// completes the record itself (completion watched on the op's stream, or the
 // call's return).
 //
 // Implementations:

@@ -230,8 +230,8 @@ void Shim::TrackCompletion(const TraceRecord& record, CommState* state, cudaStre
     return;
   }
   pending->record.completion = CompletionSource::kStream;
-  // A host function queued on a stream under graph capture would become a
-  // node of the graph: run at every replay (with a freed record), or never.
+  // An event recorded on a stream under graph capture would become a node
+  // of the graph, and the watcher's wait would join its stream to the capture.
   const absl::StatusOr<bool> capturing =
       device_ != nullptr ? device_->IsCapturing(stream) : absl::StatusOr<bool>(true);
   const int device = state != nullptr ? state->device : -1;

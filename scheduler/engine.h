@@ -181,7 +181,7 @@ class Engine {
                           std::vector<std::pair<std::string, LinkId>> device_links);
 
   // An id for a task not submitted yet, for launchers that must enqueue
-  // the completion callback (hostccl host function) before Submit: pass it
+  // the completion callback (the shim's stream watcher) before Submit: pass it
   // to Submit. Lock-free.
   TaskId ReserveId() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
   // Registers a task, under `reserved_id` (from ReserveId, used once) or a
