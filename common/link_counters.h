@@ -32,6 +32,10 @@ struct DeviceCounters {
   bool has_ours = false;
   uint64_t ours_tx_bytes = 0;
   uint64_t ours_rx_bytes = 0;
+  // A gauge, not a counter: bytes the job's other processes have posted to
+  // send on the device as P2P or SPARSE and not yet completed (the classes
+  // DENSE yields to); -1 when the source cannot tell classes or processes.
+  int64_t others_urgent_send_bytes = -1;
 };
 
 struct OccupancySnapshot {

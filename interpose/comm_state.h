@@ -52,6 +52,7 @@ struct OpStats {
 
 class CommLane;   // gated_launcher.h: the comm's dedicated stream and gates
 struct CommPeers;  // op_links.h: what the comm's ranks told each other
+struct WatchQueue;  // stream_watcher.h: the order in which the comm's completions are watched
 
 struct CommState {
   ncclComm_t comm = nullptr;
@@ -71,6 +72,9 @@ struct CommState {
   std::atomic<bool> summarized{false};
   // Schedule mode: created on the comm's first gated op, kept for the process.
   std::atomic<CommLane*> lane{nullptr};
+  // Tracking a device: the comm's completion watcher queue, made on its
+  // first watched op (StreamWatcher::Watch), kept for the process.
+  std::atomic<WatchQueue*> watch_queue{nullptr};
   // Schedule mode: published once the peer exchange completed (op_links.h).
   std::atomic<const CommPeers*> peers{nullptr};
   // Schedule mode: the comm's chunk size agreed from the exchanged records

@@ -49,7 +49,11 @@ absl::StatusOr<std::unique_ptr<OccupancyReader>> MakeOccupancyReader(OccupancySo
   const std::string ib = sys_root + "/class/infiniband";
   switch (source) {
     case OccupancySource::kNone: return std::unique_ptr<OccupancyReader>();
-    case OccupancySource::kPlugin: return OpenPluginOccupancyReader();
+    case OccupancySource::kPlugin: {
+      absl::StatusOr<std::unique_ptr<OccupancyReader>> plugin = OpenPluginOccupancyReader();
+      if (absl::IsNotFound(plugin.status())) return PluginOccupancyReaderOnceItOpens(nullptr);
+      return plugin;
+    }
     case OccupancySource::kSysfs: return topo::OpenNetStatsReader({nic}, net);
     case OccupancySource::kInfiniband: {
       std::optional<topo::IbPort> port = RdmaPortOf(nic, sys_root);
@@ -63,11 +67,12 @@ absl::StatusOr<std::unique_ptr<OccupancyReader>> MakeOccupancyReader(OccupancySo
   }
   absl::StatusOr<std::unique_ptr<OccupancyReader>> plugin = OpenPluginOccupancyReader();
   if (plugin.ok()) return plugin;
-  if (std::optional<topo::IbPort> port = RdmaPortOf(nic, sys_root)) {
-    absl::StatusOr<std::unique_ptr<OccupancyReader>> counters = topo::OpenIbCountersReader({*port}, ib);
-    if (counters.ok()) return counters;
-  }
-  return topo::OpenNetStatsReader({nic}, net);
+  absl::StatusOr<std::unique_ptr<OccupancyReader>> counters = absl::NotFoundError("no RDMA device");
+  if (std::optional<topo::IbPort> port = RdmaPortOf(nic, sys_root)) counters = topo::OpenIbCountersReader({*port}, ib);
+  if (!counters.ok()) counters = topo::OpenNetStatsReader({nic}, net);
+  // The segment usually appears later, when NCCL loads the plugin.
+  if (!absl::IsNotFound(plugin.status())) return counters;
+  return PluginOccupancyReaderOnceItOpens(counters.ok() ? *std::move(counters) : nullptr);
 }
 
 absl::StatusOr<std::unique_ptr<sched::Engine>> MakeEngineFromParams(sched::GateOpener* opener, OpLinks& links,

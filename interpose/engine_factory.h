@@ -39,7 +39,10 @@ std::unique_ptr<sched::Policy> MakePolicy(PolicyKind kind);
 // or of the RDMA device of netdev `nic`; topology/monitors/ib_counters.h),
 // kSysfs (the netdev's statistics; net_stats.h), kAuto (plugin when its
 // segment opens, else the port counters when `nic` has an RDMA device, else
-// the netdev's statistics), kNone (nullptr). The reader names its device
+// the netdev's statistics), kNone (nullptr). Where the segment does not
+// exist yet (the plugin publishes once NCCL loads it), kPlugin and kAuto
+// give a reader that switches to it when it appears, reading the kAuto
+// fallback (or nothing, kPlugin) until then. The reader names its device
 // `nic` in either case. `sys_root` is /sys.
 absl::StatusOr<std::unique_ptr<OccupancyReader>> MakeOccupancyReader(OccupancySource source, const std::string& nic,
                                                                      const std::string& sys_root = "/sys");

@@ -51,7 +51,7 @@ ncclResult_t GatedLauncher::LaunchGated(const Op& op, CommLane& lane, const Trac
     rec.chunk_index = static_cast<int32_t>(i);
     rec.chunk_count = static_cast<int32_t>(n);
     t->records.push_back(rec);
-    if (absl::Status s = watcher_.Watch(lane.stream(), op.state, lane.device(), &TicketDoneCallback, t); !s.ok()) {
+    if (absl::Status s = watcher_.Watch(lane.stream(), op.state, &TicketDoneCallback, t); !s.ok()) {
       Fail(s, "queueing a completion callback");
       TicketDone(t);
     }
@@ -94,7 +94,7 @@ ncclResult_t GatedLauncher::LaunchUngatedP2P(const Op& op, const TraceRecord& ba
   t->records.back().result = r;
   sink_->RecordStarted();
   Submit(t, SpecFor(base, op.bytes, op.state), op.call_ns);
-  if (absl::Status s = watcher_.Watch(op.stream, op.state, op.state->device, &TicketDoneCallback, t); !s.ok()) {
+  if (absl::Status s = watcher_.Watch(op.stream, op.state, &TicketDoneCallback, t); !s.ok()) {
     Fail(s, "queueing a completion callback");
     TicketDone(t);
   }

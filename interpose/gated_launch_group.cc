@@ -1,7 +1,7 @@
 // User groups (ncclGroupStart/End) under the gated launch: the group's
 // gating is decided by its first op (UserGroup::gating), every op is issued
-// at call time, and the outermost GroupEnd turns the taken records into
-// one ticket.
+// at call time, and the outermost GroupEnd turns the taken records (those
+// of the ops that could be gated) into one ticket.
 #include <algorithm>
 #include <utility>
 
@@ -15,7 +15,7 @@ namespace trirace::interpose {
 struct GatedLauncher::TakenGroup {
   std::vector<TraceRecord> records;           // in call order
   std::vector<device::StreamHandle> streams;  // the callers' streams, once each
-  std::vector<CommState*> stream_comms;       // the comm of streams[i]'s first op
+  std::vector<CommState*> stream_comms;       // the comm of streams[i]'s first op (never nullptr)
   CommState* state = nullptr;                 // the first op's comm
   TraceRecord first;                          // the first op's record: tag and comm for the task
   TrafficClass traffic_class = TrafficClass::kDense;
@@ -51,9 +51,10 @@ struct GatedLauncher::TakenGroup {
 
 ncclResult_t GatedLauncher::LaunchInGroup(const Op& op, OpRecording* rec) {
   UserGroup& g = *op.group;
+  const bool can_gate = CanGate(op);
   if (g.gating == GroupGating::kUndecided) {
     g.gating = GroupGating::kPassthrough;
-    if (CanGate(op)) {
+    if (can_gate) {
       if (IsPointToPoint(op.func)) {
         g.gating = GroupGating::kP2P;
       } else if ((g.lane = LaneFor(op.state)) != nullptr) {
@@ -61,12 +62,16 @@ ncclResult_t GatedLauncher::LaunchInGroup(const Op& op, OpRecording* rec) {
       }
     }
   }
-  if (g.gating == GroupGating::kPassthrough) {
+  // A later op that cannot be gated (a stream under capture, an unknown,
+  // nonblocking or excluded comm) is not taken either: its stream must not
+  // be ordered into the lane nor watched, and the shim tracks its record
+  // as an observe-mode op. NCCL's group still joins its stream to the rest.
+  if (g.gating == GroupGating::kPassthrough || !can_gate) {
     passthrough_.fetch_add(1, std::memory_order_relaxed);
     return CallReal(real_, op);
   }
   Op issued = op;
-  if (g.gating == GroupGating::kGated && CanGate(op) && op.state->device == g.lane->device()) {
+  if (g.gating == GroupGating::kGated && op.state->device == g.lane->device()) {
     // Ordered after the caller's stream now, not only at the group's end:
     // NCCL runs some ops at call time even inside a group (a one-rank
     // comm's collectives are a copy on the given stream), and such an op
@@ -146,7 +151,7 @@ ncclResult_t GatedLauncher::EndGatedGroup(TakenGroup& g, CommLane& lane) {
   spec.receives = g.receives;
   if (!Submit(t, std::move(spec), MonotonicNs())) PutGate(lane, *t);
   const ncclResult_t r = real_.GroupEnd();
-  if (absl::Status s = watcher_.Watch(lane.stream(), g.state, lane.device(), &TicketDoneCallback, t); !s.ok()) {
+  if (absl::Status s = watcher_.Watch(lane.stream(), g.state, &TicketDoneCallback, t); !s.ok()) {
     Fail(s, "queueing a completion callback");
     TicketDone(t);
   }
@@ -167,9 +172,7 @@ void GatedLauncher::EndUngatedGroup(TakenGroup& g, GateTicket* t) {
   spec.receives = g.receives;
   Submit(t, std::move(spec), MonotonicNs());
   for (size_t i = 0; i < g.streams.size(); ++i) {
-    const CommState* comm = g.stream_comms[i];
-    const int device = comm != nullptr ? comm->device : -1;  // an op of an unknown comm: the stream's own order
-    if (absl::Status st = watcher_.Watch(g.streams[i], comm, device, &TicketDoneCallback, t); !st.ok()) {
+    if (absl::Status st = watcher_.Watch(g.streams[i], g.stream_comms[i], &TicketDoneCallback, t); !st.ok()) {
       Fail(st, "queueing a completion callback");
       TicketDone(t);
     }

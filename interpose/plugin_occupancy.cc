@@ -2,15 +2,23 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
 #include "common/status.h"
 #include "trirace/occupancy.h"
+#include "trirace/trirace.h"
 
 namespace trirace::interpose {
 namespace {
+
+// Send bytes in flight as P2P or SPARSE: the classes DENSE yields to.
+uint64_t UrgentSendInflight(const trirace_occ_counters_t* cls) {
+  return cls[TRIRACE_CLASS_P2P].send_inflight_bytes + cls[TRIRACE_CLASS_SPARSE].send_inflight_bytes;
+}
 
 class PluginOccupancyReader final : public OccupancyReader {
  public:
@@ -46,11 +54,17 @@ class PluginOccupancyReader final : public OccupancyReader {
                               .tx_bytes = nic.total.send_completed_bytes,
                               .rx_bytes = nic.total.recv_completed_bytes,
                               .has_ours = have_own};
+      uint64_t urgent = UrgentSendInflight(nic.cls);
       for (uint32_t j = 0; have_own && j < own_->num_nics; ++j) {
         if (std::strncmp(own_->nics[j].name, nic.name, sizeof nic.name) != 0) continue;
         c.ours_tx_bytes = own_->nics[j].total.send_completed_bytes;
         c.ours_rx_bytes = own_->nics[j].total.recv_completed_bytes;
+        // Both from the same slot copies, so ours is part of the total.
+        urgent -= std::min(urgent, UrgentSendInflight(own_->nics[j].cls));
       }
+      // Without a slot of our own the gauge includes our P2P too, which
+      // our engine counts anyway: it errs towards yielding.
+      c.others_urgent_send_bytes = static_cast<int64_t>(urgent);
       out.devices.push_back(std::move(c));
     }
     return out;
@@ -63,7 +77,48 @@ class PluginOccupancyReader final : public OccupancyReader {
   std::unique_ptr<trirace_occ_snapshot_t> own_;
 };
 
+class WaitingPluginReader final : public OccupancyReader {
+ public:
+  WaitingPluginReader(std::unique_ptr<OccupancyReader> fallback, std::string job, const Clock* clock,
+                      int64_t retry_ns)
+      : fallback_(std::move(fallback)), job_(std::move(job)), clock_(clock), retry_ns_(retry_ns) {}
+
+  std::string_view name() const override {
+    if (plugin_ != nullptr) return plugin_->name();
+    return fallback_ != nullptr ? fallback_->name() : "plugin (no segment yet)";
+  }
+
+  absl::StatusOr<OccupancySnapshot> Read() override {
+    if (plugin_ == nullptr && clock_->NowNs() >= next_try_ns_) {
+      next_try_ns_ = clock_->NowNs() + retry_ns_;
+      absl::StatusOr<std::unique_ptr<OccupancyReader>> opened = OpenPluginOccupancyReader(job_, clock_);
+      if (opened.ok()) {
+        plugin_ = *std::move(opened);
+        fallback_.reset();
+        TRIRACE_INFO(SCHED, "link occupancy now from the net plugin's segment (per process and class)");
+      }
+    }
+    if (plugin_ != nullptr) return plugin_->Read();
+    if (fallback_ != nullptr) return fallback_->Read();
+    return absl::UnavailableError("the net plugin has not published its occupancy segment yet");
+  }
+
+ private:
+  std::unique_ptr<OccupancyReader> fallback_;
+  std::unique_ptr<OccupancyReader> plugin_;
+  std::string job_;
+  const Clock* clock_;
+  int64_t retry_ns_;
+  int64_t next_try_ns_ = 0;
+};
+
 }  // namespace
+
+std::unique_ptr<OccupancyReader> PluginOccupancyReaderOnceItOpens(std::unique_ptr<OccupancyReader> fallback,
+                                                                  const std::string& job, const Clock* clock,
+                                                                  int64_t retry_ns) {
+  return std::make_unique<WaitingPluginReader>(std::move(fallback), job, clock, retry_ns);
+}
 
 absl::StatusOr<std::unique_ptr<OccupancyReader>> OpenPluginOccupancyReader(const std::string& job,
                                                                           const Clock* clock) {

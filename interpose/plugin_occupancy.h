@@ -5,7 +5,9 @@
 // completed (send and receive), summed over live processes, and each
 // process's own share; this reader reports both, so the engine computes
 // foreign = all - ours exactly (other local ranks' traffic counts as
-// foreign: this process's engine cannot hold it). It does not see traffic
+// foreign: this process's engine cannot hold it), and per NIC the P2P and
+// SPARSE send bytes the other processes have in flight (the trirace
+// policy's cross-process higher-class activity). It does not see traffic
 // that bypasses the plugin (other jobs, non-NCCL); use sysfs for that.
 //
 // Each Read() copies the slot of every live process once (a few KiB each,
@@ -32,6 +34,19 @@ namespace trirace::interpose {
 // NotFound when no segment exists yet (no plugin published on this host).
 absl::StatusOr<std::unique_ptr<OccupancyReader>> OpenPluginOccupancyReader(
     const std::string& job = "", const Clock* clock = &RealClock::Get());
+
+// For a segment that does not exist yet: the engine starts with the shim,
+// before NCCL has loaded the plugin (at the first communicator), so the
+// segment usually appears after it. This reader tries to open the segment
+// on Read, at most every `retry_ns`, and reads `fallback` until it opens
+// (nullptr: Unavailable, a skipped sample); from then on only the
+// segment. One INFO line when it switches. The switch changes the series'
+// shape (the segment knows this process's share), so rates restart there
+// (scheduler/occupancy_reader.h RateMeter).
+std::unique_ptr<OccupancyReader> PluginOccupancyReaderOnceItOpens(std::unique_ptr<OccupancyReader> fallback,
+                                                                  const std::string& job = "",
+                                                                  const Clock* clock = &RealClock::Get(),
+                                                                  int64_t retry_ns = 50'000'000);
 
 }  // namespace trirace::interpose
 

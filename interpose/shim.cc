@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/logging.h"
 #include "common/params.h"
@@ -234,8 +236,7 @@ void Shim::TrackCompletion(const TraceRecord& record, CommState* state, cudaStre
   // of the graph, and the watcher's wait would join its stream to the capture.
   const absl::StatusOr<bool> capturing =
       device_ != nullptr ? device_->IsCapturing(stream) : absl::StatusOr<bool>(true);
-  const int device = state != nullptr ? state->device : -1;
-  if (!capturing.ok() || *capturing || !watcher_->Watch(stream, state, device, &Shim::OnStreamDone, pending).ok()) {
+  if (!capturing.ok() || *capturing || !watcher_->Watch(stream, state, &Shim::OnStreamDone, pending).ok()) {
     pending->record.completion = CompletionSource::kReturn;
     OnStreamDone(pending);
   }
@@ -418,7 +419,15 @@ void Shim::RecordIteration(int64_t iteration, bool begin) {
 
 void Shim::Shutdown() {
   if (shut_down_.exchange(true)) return;
-  if (launcher_ != nullptr) launcher_->Shutdown();
+  if (launcher_ != nullptr) launcher_->Shutdown();  // opens every gate still closed
+  // Completions arrive on the watcher's driver threads, after the stream
+  // point the application synchronised on: give those already due a moment
+  // to land in the trace. Bounded, so an exit with work truly unfinished
+  // (a killed peer, no synchronise) is not held.
+  const absl::Time drain_end = absl::Now() + kExitDrain;
+  while (in_flight_.load(std::memory_order_relaxed) > 0 && absl::Now() < drain_end) {
+    absl::SleepFor(absl::Microseconds(200));
+  }
   LogSummaries(registry_, /*include_live=*/true);
   if (trace_ != nullptr) {
     trace_->Close();

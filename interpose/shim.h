@@ -54,6 +54,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "interpose/comm_registry.h"
 #include "interpose/device/device.h"
 #include "interpose/launcher.h"
@@ -152,8 +153,10 @@ class Shim final : private RecordSink {
   // Internal failure: one WARN, then pure forwarding for the process.
   void Disable(const std::string& why);
 
-  // Exit hook: summary and trace footer. Idempotent.
+  // Exit hook: waits up to kExitDrain for the records still in flight,
+  // then the summary and trace footer. Idempotent.
   void Shutdown();
+  static constexpr absl::Duration kExitDrain = absl::Seconds(1);
 
  private:
   Shim() = default;

@@ -1,5 +1,7 @@
 #include "interpose/stream_watcher.h"
 
+#include "interpose/comm_state.h"
+
 namespace trirace::interpose {
 
 StreamWatcher::~StreamWatcher() {
@@ -10,15 +12,15 @@ StreamWatcher::~StreamWatcher() {
   }
 }
 
-absl::StatusOr<StreamWatcher::Watched*> StreamWatcher::For(const void* key, int device) {
+absl::StatusOr<WatchQueue*> StreamWatcher::For(const void* key, int device) {
   absl::MutexLock lock(&mu_);
-  std::unique_ptr<Watched>& slot = watched_[{key, device}];
+  std::unique_ptr<WatchQueue>& slot = watched_[{key, device}];
   if (slot != nullptr) return slot.get();
   // Made in the watched streams' device: an event is recorded on streams of
   // its own device.
   absl::StatusOr<device::CurrentDevice> current =
       device >= 0 ? dev_.MakeCurrent(device) : absl::StatusOr<device::CurrentDevice>(device::CurrentDevice());
-  auto w = std::make_unique<Watched>();
+  auto w = std::make_unique<WatchQueue>();
   absl::Status status = current.status();
   if (status.ok()) {
     absl::StatusOr<device::StreamHandle> s = dev_.CreateStream();
@@ -39,14 +41,31 @@ absl::StatusOr<StreamWatcher::Watched*> StreamWatcher::For(const void* key, int 
   return slot.get();
 }
 
+absl::Status StreamWatcher::Queue(WatchQueue& q, device::StreamHandle stream, device::HostFn fn, void* arg) {
+  absl::MutexLock lock(&q.mu);
+  if (absl::Status s = dev_.RecordEvent(q.event, stream); !s.ok()) return s;
+  if (absl::Status s = dev_.StreamWaitEvent(q.stream, q.event); !s.ok()) return s;
+  return dev_.LaunchHostFunc(q.stream, fn, arg);
+}
+
 absl::Status StreamWatcher::Watch(device::StreamHandle stream, const void* order, int device, device::HostFn fn,
                                   void* arg) {
-  absl::StatusOr<Watched*> w = For(order != nullptr ? order : stream, device);
-  if (!w.ok()) return w.status();
-  absl::MutexLock lock(&(*w)->mu);
-  if (absl::Status s = dev_.RecordEvent((*w)->event, stream); !s.ok()) return s;
-  if (absl::Status s = dev_.StreamWaitEvent((*w)->stream, (*w)->event); !s.ok()) return s;
-  return dev_.LaunchHostFunc((*w)->stream, fn, arg);
+  absl::StatusOr<WatchQueue*> q = For(order != nullptr ? order : stream, device);
+  if (!q.ok()) return q.status();
+  return Queue(**q, stream, fn, arg);
+}
+
+absl::Status StreamWatcher::Watch(device::StreamHandle stream, CommState* comm, device::HostFn fn, void* arg) {
+  if (comm == nullptr) return Watch(stream, nullptr, -1, fn, arg);
+  WatchQueue* q = comm->watch_queue.load(std::memory_order_acquire);
+  if (q == nullptr) {
+    absl::StatusOr<WatchQueue*> made = For(comm, comm->device);
+    if (!made.ok()) return made.status();
+    q = *made;
+    // Racing first watches find one queue (For is per key): they store the same pointer.
+    comm->watch_queue.store(q, std::memory_order_release);
+  }
+  return Queue(*q, stream, fn, arg);
 }
 
 size_t StreamWatcher::watcher_streams() const {

@@ -18,16 +18,20 @@
 //
 //   StreamWatcher watcher(dev);            // dev outlives the watcher
 //   real ncclSend(..., user_stream);
-//   watcher.Watch(user_stream, comm, comm_device, &Done, ticket);   // Done(ticket) later
+//   watcher.Watch(user_stream, comm_state, &Done, ticket);   // Done(ticket) later
 //
-// A watcher stream and its event are made on first use per (key, device)
-// and kept for the watcher's life (each Watch records the event anew, so a
-// stream handle the application destroys and makes again is no problem).
+// A watcher stream and its event (a WatchQueue) are made on first use per
+// (key, device) and kept for the watcher's life (each Watch records the
+// event anew, so a stream handle the application destroys and makes again
+// is no problem). A comm caches its queue (CommState::watch_queue), so
+// watching a comm's op takes only that queue's lock, not the watcher's.
 // Do not watch a stream under graph capture: the event record would become
-// a node of the graph.
+// a node of the graph. On CUDA the watcher streams are made in the device's
+// primary context (as the dedicated streams are); a stream of another
+// context cannot be watched (Watch fails, and the caller falls back).
 //
 // Thread safety: Watch may be called from any thread; two threads watching
-// one stream at once are serialised (the event's record and wait stay a
+// in one queue at once are serialised (the event's record and wait stay a
 // pair). The functions run on the device's driver threads.
 #ifndef TRIRACE_INTERPOSE_STREAM_WATCHER_H_
 #define TRIRACE_INTERPOSE_STREAM_WATCHER_H_
@@ -42,6 +46,15 @@
 #include "interpose/device/device.h"
 
 namespace trirace::interpose {
+
+struct CommState;
+
+// One order key's watcher stream and event. Opaque outside the watcher.
+struct WatchQueue {
+  absl::Mutex mu;               // keeps one Watch's record, wait and function together
+  device::StreamHandle stream = nullptr;
+  device::EventHandle event = nullptr;
+};
 
 class StreamWatcher {
  public:
@@ -60,22 +73,23 @@ class StreamWatcher {
   // calling thread's current device. On error nothing was queued: fn will
   // not run.
   absl::Status Watch(device::StreamHandle stream, const void* order, int device, device::HostFn fn, void* arg);
+  // The same, in `comm`'s order on its device, through the queue cached in
+  // `comm` (made on first use). A comm is watched through one watcher for
+  // its whole life (the cache would point into another watcher's queues).
+  // comm == nullptr (an op of a comm the shim does not know): in
+  // `stream`'s own order on the current device.
+  absl::Status Watch(device::StreamHandle stream, CommState* comm, device::HostFn fn, void* arg);
 
   // How many watcher streams exist (one per key and device).
   size_t watcher_streams() const;
 
  private:
-  struct Watched {
-    absl::Mutex mu;  // keeps one Watch's record, wait and function together
-    device::StreamHandle stream = nullptr;
-    device::EventHandle event = nullptr;
-  };
-
-  absl::StatusOr<Watched*> For(const void* key, int device);
+  absl::StatusOr<WatchQueue*> For(const void* key, int device);
+  absl::Status Queue(WatchQueue& q, device::StreamHandle stream, device::HostFn fn, void* arg);
 
   device::Device& dev_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::pair<const void*, int>, std::unique_ptr<Watched>> watched_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::pair<const void*, int>, std::unique_ptr<WatchQueue>> watched_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace trirace::interpose

@@ -116,9 +116,10 @@ absl::Status Engine::Complete(TaskId id, int64_t started_ns) {
   return status;
 }
 
-void Engine::ReportOccupancy(LinkId link, double measured_bytes_per_s, double ours_bytes_per_s) {
+void Engine::ReportOccupancy(LinkId link, double measured_bytes_per_s, double ours_bytes_per_s,
+                             int64_t others_urgent_bytes) {
   ChangeThenPass([&](int64_t now, std::vector<ReleasedTask>*) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    links_.ApplyRate(link, measured_bytes_per_s, ours_bytes_per_s, now);
+    links_.ApplyRate(link, measured_bytes_per_s, ours_bytes_per_s, now, others_urgent_bytes);
     ++stats_.occupancy_samples;
     return true;
   });

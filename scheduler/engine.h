@@ -196,7 +196,8 @@ class Engine {
   absl::Status Complete(TaskId id, int64_t started_ns = -1);
   // A pushed occupancy sample for `link` (the simulator, tests): all traffic
   // measured and, if known (>= 0), this process's own part, in bytes/s.
-  void ReportOccupancy(LinkId link, double measured_bytes_per_s, double ours_bytes_per_s = -1);
+  void ReportOccupancy(LinkId link, double measured_bytes_per_s, double ours_bytes_per_s = -1,
+                       int64_t others_urgent_bytes = -1);
   // trirace_iteration_begin(): feeds IterationInfo (deadline rule).
   void BeginIteration(int64_t iteration);
   // Called for every change the tuner makes (options.tuning), with the

@@ -72,7 +72,9 @@ int64_t Engine::Step() {
     if (sample) {
       next_sample_ns_ = now + options_.occupancy_period_ns;
       ++stats_.occupancy_samples;
-      for (const LinkRate& r : rates) links_.ApplyRate(r.link, r.bytes_per_s, r.ours_bytes_per_s, now);
+      for (const LinkRate& r : rates) {
+        links_.ApplyRate(r.link, r.bytes_per_s, r.ours_bytes_per_s, now, r.others_urgent_bytes);
+      }
     }
     if (!stopped_) PassLocked(now, &released);
     if (activity_ || !released.empty()) {

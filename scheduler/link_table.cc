@@ -28,10 +28,11 @@ void LinkTable::Account(const Task& task, int delta_pending, int delta_running, 
   inflight_[c] += delta_bytes;
 }
 
-void LinkTable::ApplyRate(LinkId link, double measured, double ours, int64_t now) {
+void LinkTable::ApplyRate(LinkId link, double measured, double ours, int64_t now, int64_t others_urgent) {
   if (!Has(link)) return;
   LinkState& s = states_[link];
   s.measured_bytes_per_s = measured;
+  s.foreign_urgent_bytes = others_urgent;
   if (ours >= 0) {
     s.foreign_bytes_per_s = std::max(0.0, measured - ours);
   } else if (!busy_since_sample_[link]) {

@@ -33,8 +33,10 @@ class LinkTable {
   // bytes in flight over all links.
   void Account(const Task& task, int delta_pending, int delta_running, int64_t delta_bytes);
   // A sample of `link` at `now`: all traffic measured, and this process's
-  // own part when known (>= 0), in bytes/s. Unknown links are ignored.
-  void ApplyRate(LinkId link, double measured, double ours, int64_t now);
+  // own part when known (>= 0), in bytes/s; other processes' P2P/SPARSE
+  // send bytes in flight when known (>= 0; LinkState::foreign_urgent_bytes).
+  // Unknown links are ignored.
+  void ApplyRate(LinkId link, double measured, double ours, int64_t now, int64_t others_urgent = -1);
   // The tuner's factors for `link` (LinkState::window_scale, credit_scale).
   void SetScales(LinkId link, double window_scale, double credit_scale);
 

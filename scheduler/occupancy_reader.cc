@@ -14,6 +14,7 @@ std::vector<DeviceRate> RateMeter::Update(const OccupancySnapshot& snap) {
     if (r.empty()) continue;
     DeviceRate rate{c.device, std::max(r[0], r[1]), -1};
     if (c.has_ours) rate.ours_bytes_per_s = std::max(r[2], r[3]);
+    rate.others_urgent_bytes = c.others_urgent_send_bytes;
     out.push_back(std::move(rate));
   }
   return out;

@@ -32,6 +32,8 @@ struct DeviceRate {
   std::string device;
   double bytes_per_s = 0;
   double ours_bytes_per_s = -1;  // -1: the source does not know
+  // DeviceCounters::others_urgent_send_bytes at the interval's end.
+  int64_t others_urgent_bytes = -1;
 };
 
 class RateMeter {

@@ -27,7 +27,7 @@ std::vector<LinkRate> OccupancySampler::Sample() {
   }
   for (const DeviceRate& r : meter_.Update(*snap)) {
     for (const auto& [device, link] : device_links_) {
-      if (device == r.device) out.push_back({link, r.bytes_per_s, r.ours_bytes_per_s});
+      if (device == r.device) out.push_back({link, r.bytes_per_s, r.ours_bytes_per_s, r.others_urgent_bytes});
     }
   }
   return out;

@@ -25,6 +25,7 @@ struct LinkRate {
   LinkId link = 0;
   double bytes_per_s = 0;
   double ours_bytes_per_s = -1;  // -1: the source does not know
+  int64_t others_urgent_bytes = -1;  // DeviceRate::others_urgent_bytes
 };
 
 class OccupancySampler {

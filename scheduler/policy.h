@@ -56,6 +56,10 @@ struct LinkState {
   // All traffic measured on the link, bytes/s (ours included).
   double measured_bytes_per_s = 0;
   int64_t occupancy_ns = -1;  // engine time of the sample; -1 = none yet
+  // At that sample: bytes other processes of the job on this host had in
+  // flight on the link's device as P2P or SPARSE sends (the net plugin's
+  // per-process class gauges); -1 = the source cannot tell.
+  int64_t foreign_urgent_bytes = -1;
   // The online tuner's factors on the DENSE window and credit
   // (window_tuner.h); 1 when tuning is off.
   double window_scale = 1;

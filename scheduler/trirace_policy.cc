@@ -56,7 +56,9 @@ bool TriracePolicy::DenseFits(const Task& task, const SchedulerView& view, bool*
     const LinkState* link = view.Link(id);
     if (link == nullptr) continue;
     // [R3] SPARSE counts here; [R10] not when the wire orders the classes.
-    const bool higher = !config_.wire_class_priority && link->HigherClassActive();  // [R10]
+    const bool foreign_urgent = link->foreign_urgent_bytes > 0 && link->occupancy_ns >= 0 &&
+                                view.now_ns - link->occupancy_ns <= config_.urgent_max_age_ns;  // [R13]
+    const bool higher = !config_.wire_class_priority && (link->HigherClassActive() || foreign_urgent);  // [R10]
     double limit = higher ? static_cast<double>(config_.CreditBytes(link->capacity_bytes_per_s)) *  // [R5], [R11]
                                 link->credit_scale                                                  // [R12]
                           : static_cast<double>(config_.WindowBytes(link->capacity_bytes_per_s)) *  // [R4], [R11]

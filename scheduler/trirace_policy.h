@@ -64,6 +64,14 @@
 //   [R12] Online tuning: each link's window and credit are multiplied by
 //        the engine's tuner factors (LinkState::window_scale /
 //        credit_scale; window_tuner.h, TRIRACE_TUNE), 1 when tuning is off.
+//   [R13] Other processes' urgent traffic: another process of the job on
+//        this host sending P2P or SPARSE through the link's NIC (the net
+//        plugin's per-process class gauges, LinkState::foreign_urgent_bytes
+//        > 0 at a sample younger than urgent_max_age_ns) counts as
+//        higher-class activity on the link for [R4] and [R5], as this
+//        process's own P2P/SPARSE does: an embedding rank's all-to-all
+//        limits the DENSE of a pipeline rank that shares its NIC to the
+//        credit. Not under [R10] (the wire orders the classes itself).
 //
 // Thread safety: see policy.h.
 #ifndef TRIRACE_SCHEDULER_TRIRACE_POLICY_H_
@@ -85,6 +93,9 @@ struct TriracePolicyConfig {
   int64_t max_hold_ns = 0;                    // [R8]; 0 = the engine's bound
   double foreign_headroom = 0.1;              // [R9], in [0, 1]
   int64_t occupancy_max_age_ns = 100'000'000; // [R9]: older samples are ignored
+  // [R13]: an in-flight gauge ages fast (a 256 KiB message is 7 ms at
+  // 300 Mbit/s, 5 us at 400 Gbit/s); a few of the engine's 2 ms samples.
+  int64_t urgent_max_age_ns = 5'000'000;
   bool wire_class_priority = false;           // [R10]
 
   // From TRIRACE_DENSE_WINDOW_US / _BYTES, TRIRACE_DENSE_CREDIT_US / _BYTES,

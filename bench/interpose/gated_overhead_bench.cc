@@ -17,11 +17,16 @@
 //
 // Two more columns call hostccl directly, without the shim, to show what
 // its stream operations cost by themselves:
-//   streams_observe   the op on the user stream + a host callback (what
-//                     observe mode enqueues)
-//   streams_gated     E_in record/wait, the op on a second stream, a host
-//                     callback, E_done record/wait (what a gated op released
-//                     at once enqueues)
+//   streams_observe   the op on the user stream, an event recorded after it,
+//                     a watcher stream waiting for it and running a host
+//                     callback (what observe mode enqueues)
+//   streams_gated     E_in record/wait, the op on a second stream, the same
+//                     watch of that stream, E_done record/wait (what a gated
+//                     op released at once enqueues)
+//   streams_host_func_on_stream  the op and a host callback on the user
+//                     stream itself (what observe mode enqueued before the
+//                     watcher: the host cost the watcher trades for not
+//                     holding the stream)
 // so schedule - observe - (streams_gated - streams_observe) is the shim's
 // own logic (engine Submit, tickets, locks).
 //
@@ -75,8 +80,10 @@ struct Direct {
   ncclComm_t comm = nullptr;
   cudaStream_t user = nullptr;
   cudaStream_t dedicated = nullptr;
+  cudaStream_t watcher = nullptr;
   cudaEvent_t in = nullptr;
   cudaEvent_t done = nullptr;
+  cudaEvent_t watched = nullptr;
 };
 Direct g_direct;
 std::string g_dir;
@@ -118,7 +125,9 @@ void Setup() {
     ncclUniqueId id;
     if (get_id(&id) != ncclSuccess || init(&g_direct.comm, 1, id, 0) != ncclSuccess ||
         create(&g_direct.user) != ncclSuccess || create(&g_direct.dedicated) != ncclSuccess ||
-        g_direct.event_create(&g_direct.in) != ncclSuccess || g_direct.event_create(&g_direct.done) != ncclSuccess) {
+        create(&g_direct.watcher) != ncclSuccess || g_direct.event_create(&g_direct.in) != ncclSuccess ||
+        g_direct.event_create(&g_direct.done) != ncclSuccess ||
+        g_direct.event_create(&g_direct.watched) != ncclSuccess) {
       std::fprintf(stderr, "gated_overhead_bench: cannot set up hostccl directly\n");
       std::exit(1);
     }
@@ -144,18 +153,30 @@ void AllReduce(benchmark::State& state, const Api* api) {
 
 void Noop(void*) {}
 
-void StreamOps(benchmark::State& state, bool gated) {
+// The shim's completion watch (interpose/stream_watcher.h) of `stream`.
+void Watch(const Direct& d, cudaStream_t stream) {
+  d.event_record(d.watched, stream);
+  d.wait_event(d.watcher, d.watched);
+  d.host_func(d.watcher, &Noop, nullptr);
+}
+
+enum class Sequence { kObserve, kGated, kHostFuncOnStream };
+
+void StreamOps(benchmark::State& state, Sequence seq) {
   const Direct& d = g_direct;
   int32_t x = 1, y = 0;
   int n = 0;
   for (auto _ : state) {
-    if (gated) {
+    if (seq == Sequence::kGated) {
       d.event_record(d.in, d.user);
       d.wait_event(d.dedicated, d.in);
       d.all_reduce(&x, &y, 1, ncclInt32, ncclSum, d.comm, d.dedicated);
-      d.host_func(d.dedicated, &Noop, nullptr);
+      Watch(d, d.dedicated);
       d.event_record(d.done, d.dedicated);
       d.wait_event(d.user, d.done);
+    } else if (seq == Sequence::kObserve) {
+      d.all_reduce(&x, &y, 1, ncclInt32, ncclSum, d.comm, d.user);
+      Watch(d, d.user);
     } else {
       d.all_reduce(&x, &y, 1, ncclInt32, ncclSum, d.comm, d.user);
       d.host_func(d.user, &Noop, nullptr);
@@ -163,14 +184,17 @@ void StreamOps(benchmark::State& state, bool gated) {
     if (++n % 64 == 0) {
       state.PauseTiming();
       g_sync(d.user);
+      g_sync(d.watcher);
       state.ResumeTiming();
     }
   }
   g_sync(d.user);
+  g_sync(d.watcher);
 }
 
-BENCHMARK_CAPTURE(StreamOps, streams_observe, false);
-BENCHMARK_CAPTURE(StreamOps, streams_gated, true);
+BENCHMARK_CAPTURE(StreamOps, streams_observe, Sequence::kObserve);
+BENCHMARK_CAPTURE(StreamOps, streams_gated, Sequence::kGated);
+BENCHMARK_CAPTURE(StreamOps, streams_host_func_on_stream, Sequence::kHostFuncOnStream);
 BENCHMARK_CAPTURE(AllReduce, observe, &g_observe);
 BENCHMARK_CAPTURE(AllReduce, schedule_fifo, &g_fifo);
 BENCHMARK_CAPTURE(AllReduce, schedule_trirace, &g_trirace);

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "absl/status/status.h"
 #include "common/env_guard.h"
 #include "interpose/plugin_occupancy.h"
 #include "support/fake_sysfs.h"
@@ -34,7 +35,10 @@ TEST(MakeOccupancyReaderTest, PicksTheBackendBySource) {
   auto fallback = MakeOccupancyReader(OccupancySource::kAuto, "veth1", sys.root());
   ASSERT_TRUE(fallback.ok()) << fallback.status();
   EXPECT_EQ((*fallback)->name(), "sysfs") << "no plugin segment, no RDMA device: auto takes the counters";
-  EXPECT_FALSE(MakeOccupancyReader(OccupancySource::kPlugin, "veth1", sys.root()).ok());
+  auto waiting = MakeOccupancyReader(OccupancySource::kPlugin, "veth1", sys.root());
+  ASSERT_TRUE(waiting.ok()) << waiting.status() << ": the segment appears when NCCL loads the plugin";
+  EXPECT_EQ((*waiting)->name(), "plugin (no segment yet)");
+  EXPECT_TRUE(absl::IsUnavailable((*waiting)->Read().status())) << "a skipped sample until then";
   auto not_rdma = MakeOccupancyReader(OccupancySource::kInfiniband, "veth1", sys.root());
   ASSERT_FALSE(not_rdma.ok());
   EXPECT_THAT(not_rdma.status().message(), HasSubstr("veth1 is not an RDMA device"));

@@ -7,7 +7,10 @@
 // every 50 us: gates open by plain stores), host functions, and work a
 // test enqueues itself (a fake library's "kernels", Enqueue()). Work queued
 // on a stream the device did not create fails the test. SetCapturing()
-// makes IsCapturing() report a stream as under graph capture.
+// makes IsCapturing() report a stream as under graph capture, and
+// captured_ops() counts the device operations (event record or wait, gate
+// wait, host or inline function) queued on such a stream since: under CUDA
+// each would have become a node of the application's graph.
 //
 //   FakeDevice dev;                       // outlives whatever borrows it
 //   auto s = dev.CreateStream();
@@ -110,6 +113,7 @@ class FakeDevice final : public device::Device {
     // As CUDA: a record captures this point of `s`; a wait captures the
     // event's latest record, which a later record (on any stream) does not
     // change.
+    NoteCapturedLocked(s);
     auto point = std::make_shared<bool>(false);
     e->latest = point;
     return PushLocked(s, {nullptr, [this, point] {
@@ -121,6 +125,7 @@ class FakeDevice final : public device::Device {
     std::lock_guard<std::mutex> lock(mu_);
     auto* e = static_cast<Event*>(h);
     if (events_.count(e) == 0) return absl::InvalidArgumentError("unknown event");
+    NoteCapturedLocked(s);
     std::shared_ptr<bool> point = e->latest;  // nullptr: never recorded, nothing to wait for
     return PushLocked(s, {[point] { return point == nullptr || *point; }, nullptr});
   }
@@ -144,6 +149,7 @@ class FakeDevice final : public device::Device {
                         uint32_t value) override {
     if (index >= gates.size()) return absl::OutOfRangeError("gate index");
     std::lock_guard<std::mutex> lock(mu_);
+    NoteCapturedLocked(s);
     GateWait* w = &gate_waits_.emplace_back(GateWait{MonotonicNs(), -1});
     return PushLocked(s, {[&gates, index, value] { return static_cast<int32_t>(gates.Value(index) - value) >= 0; },
                           [this, w] {
@@ -157,10 +163,12 @@ class FakeDevice final : public device::Device {
     return captured_.count(s) != 0;
   }
   absl::Status LaunchHostFunc(device::StreamHandle s, device::HostFn fn, void* arg) override {
+    NoteCaptured(s);
     return Enqueue(s, [fn, arg] { fn(arg); });
   }
   bool inline_funcs() const override { return true; }
   absl::Status LaunchInlineFunc(device::StreamHandle s, device::HostFn fn, void* arg) override {
+    NoteCaptured(s);
     return Enqueue(s, [fn, arg] { fn(arg); });
   }
   absl::StatusOr<device::CurrentDevice> MakeCurrent(int) override { return device::CurrentDevice(); }
@@ -191,6 +199,10 @@ class FakeDevice final : public device::Device {
     std::lock_guard<std::mutex> lock(mu_);
     return {gate_waits_.begin(), gate_waits_.end()};
   }
+  int captured_ops() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return captured_ops_;
+  }
 
  private:
   struct Item {
@@ -206,6 +218,12 @@ class FakeDevice final : public device::Device {
   struct Event {
     std::shared_ptr<bool> latest;  // set (under mu_) once its stream passed the record
   };
+
+  void NoteCapturedLocked(device::StreamHandle s) { captured_ops_ += captured_.count(s) != 0 ? 1 : 0; }
+  void NoteCaptured(device::StreamHandle s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    NoteCapturedLocked(s);
+  }
 
   absl::Status PushLocked(device::StreamHandle h, Item item) {
     auto* s = static_cast<Stream*>(h);
@@ -247,6 +265,7 @@ class FakeDevice final : public device::Device {
   std::set<Stream*> streams_;
   std::set<Event*> events_;
   std::set<device::StreamHandle> captured_;
+  int captured_ops_ = 0;
   std::deque<GateWait> gate_waits_;
 };
 

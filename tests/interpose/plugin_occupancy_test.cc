@@ -13,11 +13,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 
 #include "plugin/occupancy/publisher.h"
 #include "plugin/occupancy/segment.h"
+#include "trirace/occupancy.h"
 #include "trirace/trirace.h"
 
 namespace trirace::interpose {
@@ -35,8 +37,9 @@ class SegmentGuard {
 
 // Writes slot `index` as if process `pid` published `sent` bytes on `nic`;
 // with `finish` false the writer stops mid-update (its sequence stays odd).
+// `sparse_inflight` / `dense_inflight`: send bytes it has in flight per class.
 void WriteForeignSlot(const std::string& shm_name, uint32_t index, pid_t pid, const char* nic, uint64_t sent,
-                      bool finish = true) {
+                      bool finish = true, uint64_t sparse_inflight = 0, uint64_t dense_inflight = 0) {
   const int fd = shm_open(shm_name.c_str(), O_RDWR, 0);
   ASSERT_GE(fd, 0);
   void* map = mmap(nullptr, TRIRACE_OCC_SEGMENT_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -50,6 +53,8 @@ void WriteForeignSlot(const std::string& shm_name, uint32_t index, pid_t pid, co
   std::memset(slot->nics, 0, sizeof slot->nics);
   std::strncpy(slot->nics[0].name, nic, TRIRACE_OCC_NAME_LEN - 1);
   slot->nics[0].cls[TRIRACE_CLASS_DENSE].send_completed_bytes = sent;
+  slot->nics[0].cls[TRIRACE_CLASS_SPARSE].send_inflight_bytes = sparse_inflight;
+  slot->nics[0].cls[TRIRACE_CLASS_DENSE].send_inflight_bytes = dense_inflight;
   std::atomic_ref<int32_t>(slot->owner_pid).store(pid, std::memory_order_release);
   if (finish) std::atomic_ref<uint32_t>(slot->seq).store(2, std::memory_order_release);
   munmap(map, TRIRACE_OCC_SEGMENT_BYTES);
@@ -96,6 +101,81 @@ TEST(PluginOccupancyTest, ReportsTheJobsTrafficAndThisProcesssShare) {
   ASSERT_TRUE(eth7.has_ours);
   EXPECT_EQ(eth7.ours_tx_bytes, 1000u);
   EXPECT_EQ(eth7.ours_rx_bytes, 300u);
+  EXPECT_EQ(eth7.others_urgent_send_bytes, 0) << "nothing in flight";
+  pub.Stop();
+}
+
+TEST(PluginOccupancyTest, OtherProcessesUrgentSendsInFlightExcludeOursAndDense) {
+  const std::string job = "sched-urgent-" + std::to_string(getpid());
+  SegmentGuard seg(occupancy::SegmentName(job));
+  occupancy::OccupancyPublisher pub;
+  StartWithP2PSent(&pub, seg.name(), 1000);
+  pub.SendPosted(0, TRIRACE_CLASS_P2P, 700);  // ours, in flight: not the others'
+  WriteForeignSlot(seg.name(), TRIRACE_OCC_MAX_PROCS - 1, getppid(), "eth7", 5000, /*finish=*/true,
+                   /*sparse_inflight=*/4096, /*dense_inflight=*/9999);
+  // Wait (through the C reader) until the publisher has copied our 700 in flight.
+  trirace_occ_reader_t* c_reader = nullptr;
+  ASSERT_EQ(trirace_occ_open(job.c_str(), &c_reader), 0);
+  auto all = std::make_unique<trirace_occ_snapshot_t>();
+  auto own = std::make_unique<trirace_occ_snapshot_t>();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  bool published = false;
+  while (!published && std::chrono::steady_clock::now() < deadline) {
+    published = trirace_occ_read_split(c_reader, getpid(), all.get(), own.get()) == 0 && own->num_nics == 1 &&
+                own->nics[0].cls[TRIRACE_CLASS_P2P].send_inflight_bytes == 700;
+    if (!published) std::this_thread::yield();
+  }
+  trirace_occ_close(c_reader);
+  ASSERT_TRUE(published);
+  auto reader = OpenPluginOccupancyReader(job);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto read = (*reader)->Read();
+  ASSERT_TRUE(read.ok()) << read.status();
+  const OccupancySnapshot& snap = *read;
+  ASSERT_EQ(snap.devices.size(), 1u);
+  EXPECT_EQ(snap.devices[0].others_urgent_send_bytes, 4096) << "the other process's SPARSE, not its DENSE nor our P2P";
+  pub.Stop();
+}
+
+// A reader standing in for the counters read until the segment appears.
+class FixedReader final : public OccupancyReader {
+ public:
+  std::string_view name() const override { return "fixed"; }
+  absl::StatusOr<OccupancySnapshot> Read() override {
+    OccupancySnapshot s;
+    s.devices.push_back({.device = "eth7", .tx_bytes = 42});
+    return s;
+  }
+};
+
+TEST(PluginOccupancyTest, TheWaitingReaderSwitchesToTheSegmentWhenItAppears) {
+  const std::string job = "sched-late-" + std::to_string(getpid());
+  SegmentGuard seg(occupancy::SegmentName(job));
+  ManualClock clock(0);
+  std::unique_ptr<OccupancyReader> reader =
+      PluginOccupancyReaderOnceItOpens(std::make_unique<FixedReader>(), job, &clock, /*retry_ns=*/1000);
+  auto before = reader->Read();
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_EQ(reader->name(), "fixed");
+  ASSERT_EQ(before->devices.size(), 1u);
+  EXPECT_EQ(before->devices[0].tx_bytes, 42u) << "the fallback's counters while there is no segment";
+  occupancy::OccupancyPublisher pub;
+  StartWithP2PSent(&pub, seg.name(), 1000);
+  clock.AdvanceNs(500);
+  EXPECT_EQ(reader->name(), "fixed") << "not retried before retry_ns";
+  ASSERT_TRUE(reader->Read().ok());
+  EXPECT_EQ(reader->name(), "fixed");
+  clock.AdvanceNs(500);
+  ASSERT_TRUE(reader->Read().ok());
+  EXPECT_EQ(reader->name(), "plugin");
+  bool ours = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!ours && std::chrono::steady_clock::now() < deadline) {
+    auto s = reader->Read();
+    ASSERT_TRUE(s.ok()) << s.status();
+    ours = s->devices.size() == 1 && s->devices[0].has_ours && s->devices[0].ours_tx_bytes == 1000;
+  }
+  EXPECT_TRUE(ours) << "the segment's counters, with this process's share";
   pub.Stop();
 }
 

@@ -49,5 +49,17 @@ TEST(LinkTableTest, ForeignTrafficIsMeasuredMinusOursOrAllOfItOnAnIdleLink) {
   table.ApplyRate(7, 1, 1, 40);  // unknown link: ignored
 }
 
+TEST(LinkTableTest, OtherProcessesUrgentBytesAreTheLastSamplesGauge) {
+  LinkTable table;
+  table.Add({"eth0", 1e9});
+  EXPECT_EQ(table.Snapshot()[0].foreign_urgent_bytes, -1) << "unknown before a sample";
+  table.ApplyRate(0, 500, 200, 10, 4096);
+  EXPECT_EQ(table.Snapshot()[0].foreign_urgent_bytes, 4096);
+  table.ApplyRate(0, 500, 200, 20, 0);
+  EXPECT_EQ(table.Snapshot()[0].foreign_urgent_bytes, 0) << "a gauge, not a sum";
+  table.ApplyRate(0, 500, 200, 30);
+  EXPECT_EQ(table.Snapshot()[0].foreign_urgent_bytes, -1) << "a source that cannot tell";
+}
+
 }  // namespace
 }  // namespace trirace::sched

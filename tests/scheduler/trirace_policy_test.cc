@@ -1,4 +1,4 @@
-// One test per trirace rule ([R1]..[R12] in scheduler/trirace_policy.h).
+// One test per trirace rule ([R1]..[R13] in scheduler/trirace_policy.h).
 // Each names the line of trirace_policy.cc it pins: deleting or disabling
 // that line makes the test fail.
 #include "scheduler/trirace_policy.h"
@@ -280,6 +280,35 @@ TEST(TriracePolicyTest, ForeignOccupancyShrinksTheWindow) {
   const Decision d = b.Decide(policy, 10);
   EXPECT_TRUE(ReasonFor(d, a.id).has_value());
   EXPECT_EQ(ReasonFor(d, c.id), std::nullopt);
+}
+
+// Pins [R13]: `foreign_urgent` in DenseFits: another process's SPARSE in
+// flight on the NIC limits DENSE to the credit, as our own would; a stale
+// sample, a gauge of 0 or an unknown one (-1) does not, nor does it under
+// wire class priority.
+TEST(TriracePolicyTest, AnotherProcesssUrgentTrafficLimitsDenseToTheCredit) {
+  ViewBuilder b;
+  const LinkId nic = b.AddLink(10e9);
+  const Task& dense = b.Pending(TrafficClass::kDense, 2 * kMiB, {nic}, 0);
+  TriracePolicyConfig c = TestConfig();
+  c.max_hold_ns = 100 * kMs;
+  TriracePolicy policy(c);
+  b.SetForeignUrgent(nic, 256 << 10, 8 * kMs);
+  EXPECT_EQ(ReasonFor(b.Decide(policy, 10 * kMs), dense.id), std::nullopt)
+      << "2 MiB exceeds the 1 MiB credit beside another process's SPARSE";
+  EXPECT_EQ(ReasonFor(b.Decide(policy, 10 * kMs), dense.id), std::nullopt);
+  EXPECT_THAT(ReasonFor(b.Decide(policy, 14 * kMs), dense.id), Optional(ReleaseReason::kDenseGap))
+      << "a gauge 6 ms old is ignored";
+  for (int64_t gauge : {int64_t{0}, int64_t{-1}}) {
+    b.SetForeignUrgent(nic, gauge, 8 * kMs);
+    EXPECT_THAT(ReasonFor(b.Decide(policy, 10 * kMs), dense.id), Optional(ReleaseReason::kDenseGap)) << gauge;
+  }
+  b.SetForeignUrgent(nic, 256 << 10, 8 * kMs);
+  const Task& small = b.Pending(TrafficClass::kDense, kMiB / 2, {nic}, 1, /*comm=*/2);
+  EXPECT_THAT(ReasonFor(b.Decide(policy, 10 * kMs), small.id), Optional(ReleaseReason::kDenseCredit));
+  c.wire_class_priority = true;
+  TriracePolicy with_wire(c);
+  EXPECT_THAT(ReasonFor(b.Decide(with_wire, 10 * kMs), dense.id), Optional(ReleaseReason::kDenseGap));
 }
 
 TEST(TriracePolicyTest, DenseWithoutModelledLinksIsNeverHeld) {

@@ -37,6 +37,11 @@ class ViewBuilder {
     links_[link].measured_bytes_per_s = bytes_per_s;
     links_[link].occupancy_ns = at_ns;
   }
+  // Other processes' P2P/SPARSE send bytes in flight on `link`, sampled at `at_ns`.
+  void SetForeignUrgent(LinkId link, int64_t bytes, int64_t at_ns) {
+    links_[link].foreign_urgent_bytes = bytes;
+    links_[link].occupancy_ns = at_ns;
+  }
   // The tuner's factors on `link`'s window and credit.
   void SetScales(LinkId link, double window_scale, double credit_scale) {
     links_[link].window_scale = window_scale;

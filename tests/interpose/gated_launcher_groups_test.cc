@@ -1,0 +1,101 @@
+// GatedLauncher over the fake device (fixture: gating_over_fake_device.h),
+// the cases beside the main invariants: an op NCCL runs at call time in a
+// group, and what passes through untouched. A stream under capture and a
+// nonblocking comm go to the real call unchanged, untaken, ungated, and
+// nothing of the launcher's is queued on a captured stream, also when such
+// an op comes later in a group that its first op made gated or P2P.
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/interpose/gating_over_fake_device.h"
+
+namespace trirace::interpose::testing {
+namespace {
+
+TEST_P(GatingOverFakeDevice, AnOpNcclRunsAtCallTimeInsideAGroupWaitsForItsCallersStream) {
+  nccl_.SetEagerInGroup(true);
+  struct Slow {
+    FakeNccl* nccl;
+    int64_t order = -1;
+  } slow{&nccl_};
+  ASSERT_TRUE(dev_.LaunchHostFunc(user_streams_[0],
+                                  [](void* p) {
+                                    auto* s = static_cast<Slow*>(p);
+                                    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                                    s->order = s->nccl->NextDeviceOrder();
+                                  },
+                                  &slow)
+                  .ok());
+  NewOp(NcclFunc::kAllReduce, 0, 0, 64);
+  ASSERT_EQ(GroupStart(7), ncclSuccess);
+  Issue(0, 7);
+  ASSERT_EQ(GroupEnd(), ncclSuccess);
+  ASSERT_TRUE(dev_.Drain(absl::Seconds(30)));
+  const std::vector<Call> calls = nccl_.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_NE(calls[0].stream, static_cast<cudaStream_t>(user_streams_[0])) << "the op went to the dedicated stream";
+  EXPECT_GT(calls[0].device_order, slow.order) << "the op ran before the work its caller queued first";
+  for (size_t k = 0; k < 64; ++k) ASSERT_EQ(ops_[0].recv[k], 2 * ops_[0].send[k]);
+}
+
+TEST_P(GatingOverFakeDevice, CapturedStreamsAndNonblockingCommsPassThroughUnchanged) {
+  dev_.SetCapturing(user_streams_[1]);
+  comms_[0]->nonblocking = true;
+  const size_t big = 5 * kChunkBytes / sizeof(float);
+  NewOp(NcclFunc::kAllReduce, 1, 1, big);  // captured stream
+  NewOp(NcclFunc::kAllReduce, 0, 0, big);  // nonblocking comm
+  for (size_t i = 0; i < 2; ++i) Issue(i, 0);
+  ASSERT_TRUE(dev_.Drain(absl::Seconds(30)));
+  const std::vector<Call> calls = nccl_.calls();
+  ASSERT_EQ(calls.size(), 2u) << "passthrough ops are never chunked";
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(calls[i].count, big);
+    EXPECT_EQ(calls[i].stream, user_streams_[ops_[i].stream]);
+    EXPECT_FALSE(ops_[i].taken);
+    EXPECT_EQ(ops_[i].returned, ncclSuccess);
+  }
+  EXPECT_TRUE(dev_.gate_waits().empty());
+  EXPECT_EQ(launcher_->stats().passthrough, 2u);
+  EXPECT_EQ(sink_.started(), 0u);
+  EXPECT_EQ(dev_.captured_ops(), 0);
+}
+
+TEST_P(GatingOverFakeDevice, AGroupsLaterOpOnACapturedStreamIsLeftAlone) {
+  // Stream 1 is captured; each group's first op (stream 0) decides a
+  // gated (collective-first) or P2P group. The captured op must be neither
+  // taken nor ordered into the lane, stamped or watched: any of those would
+  // join the launcher's streams to the application's graph.
+  dev_.SetCapturing(user_streams_[1]);
+  const size_t n = 256;
+  NewOp(NcclFunc::kAllReduce, 0, 0, n);
+  NewOp(NcclFunc::kAllReduce, 0, 1, n);  // captured
+  NewOp(NcclFunc::kSend, 0, 0, n);
+  NewOp(NcclFunc::kRecv, 0, 1, n);  // captured
+  for (uint64_t group : {1, 2}) {
+    ASSERT_EQ(GroupStart(group), ncclSuccess);
+    Issue(2 * (group - 1), group);
+    Issue(2 * (group - 1) + 1, group);
+    ASSERT_EQ(GroupEnd(), ncclSuccess);
+  }
+  ASSERT_TRUE(dev_.Drain(absl::Seconds(30)));
+  EXPECT_EQ(dev_.captured_ops(), 0) << "the launcher queued work on a captured stream";
+  const std::vector<Call> calls = nccl_.calls();
+  ASSERT_EQ(calls.size(), 4u);
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const bool captured = ops_[i].stream == 1;
+    EXPECT_EQ(ops_[i].taken, !captured) << "op " << i;
+    EXPECT_EQ(ops_[i].returned, ncclSuccess) << "op " << i;
+    if (captured) {
+      EXPECT_EQ(calls[i].stream, user_streams_[1]) << "op " << i << " left its stream";
+    }
+  }
+  for (size_t k = 0; k < n; ++k) ASSERT_EQ(ops_[0].recv[k], 2 * ops_[0].send[k]);
+  for (size_t k = 0; k < n; ++k) ASSERT_EQ(ops_[1].recv[k], 2 * ops_[1].send[k]);
+  for (size_t k = 0; k < n; ++k) ASSERT_EQ(ops_[3].recv[k], 7);
+  EXPECT_EQ(launcher_->stats().passthrough, 2u);
+  EXPECT_EQ(sink_.started(), 2u);
+}
+
+}  // namespace
+}  // namespace trirace::interpose::testing
