@@ -62,8 +62,8 @@ class PluginOccupancyReader final : public OccupancyReader {
         // Both from the same slot copies, so ours is part of the total.
         urgent -= std::min(urgent, UrgentSendInflight(own_->nics[j].cls));
       }
-      // Without a slot of our own the gauge includes our P2P too, which
-      // our engine counts anyway: it errs towards yielding.
+      // Without a slot of our own, none of our traffic is in the segment:
+      // the whole gauge is the others'.
       c.others_urgent_send_bytes = static_cast<int64_t>(urgent);
       out.devices.push_back(std::move(c));
     }
