@@ -11,7 +11,7 @@ class CombinedReader final : public OccupancyReader {
  public:
   explicit CombinedReader(std::vector<std::unique_ptr<OccupancyReader>> parts)
       : parts_(std::move(parts)), warned_(parts_.size(), false) {
-    for (const auto& p : parts_) name_ += (name_.empty() ? "" : "+") + std::string(p->name());
+    Rename();
   }
 
   std::string_view name() const override { return name_; }
@@ -35,11 +35,17 @@ class CombinedReader final : public OccupancyReader {
       any = true;
       for (DeviceCounters& d : s->devices) snap.devices.push_back(std::move(d));
     }
+    Rename();  // a part may have changed source (plugin_occupancy.h)
     if (!any) return first_error;
     return snap;
   }
 
  private:
+  void Rename() {
+    name_.clear();
+    for (const auto& p : parts_) name_ += (name_.empty() ? "" : "+") + std::string(p->name());
+  }
+
   std::vector<std::unique_ptr<OccupancyReader>> parts_;
   std::vector<bool> warned_;
   std::string name_;

@@ -36,6 +36,11 @@ struct DeviceCounters {
   // send on the device as P2P or SPARSE and not yet completed (the classes
   // DENSE yields to); -1 when the source cannot tell classes or processes.
   int64_t others_urgent_send_bytes = -1;
+  // Which counters these are, for a reader that changes source (the net
+  // plugin's segment replacing interface counters): a device's rate series
+  // restarts when its series changes, as two sources' counters cannot be
+  // subtracted. 0 for readers that keep one source.
+  uint32_t series = 0;
 };
 
 struct OccupancySnapshot {
@@ -56,6 +61,7 @@ class OccupancyReader {
 
 // One reader over several (a NIC's counters and the NVLink counters, say):
 // its snapshots hold every part's devices, its name is the parts' names
+// (as of the last Read: a part may change source)
 // joined with '+'. A part that fails is left out of that snapshot (its
 // devices get no rate for the interval) and warned about once unless the
 // error is kUnavailable; only when every part fails does Read() fail, with

@@ -81,7 +81,11 @@ class WaitingPluginReader final : public OccupancyReader {
  public:
   WaitingPluginReader(std::unique_ptr<OccupancyReader> fallback, std::string job, const Clock* clock,
                       int64_t retry_ns)
-      : fallback_(std::move(fallback)), job_(std::move(job)), clock_(clock), retry_ns_(retry_ns) {}
+      : fallback_(std::move(fallback)),
+        job_(std::move(job)),
+        clock_(clock),
+        retry_ns_(retry_ns),
+        warn_at_ns_(clock->NowNs() + kWarnAfterNs) {}
 
   std::string_view name() const override {
     if (plugin_ != nullptr) return plugin_->name();
@@ -89,27 +93,61 @@ class WaitingPluginReader final : public OccupancyReader {
   }
 
   absl::StatusOr<OccupancySnapshot> Read() override {
-    if (plugin_ == nullptr && clock_->NowNs() >= next_try_ns_) {
-      next_try_ns_ = clock_->NowNs() + retry_ns_;
-      absl::StatusOr<std::unique_ptr<OccupancyReader>> opened = OpenPluginOccupancyReader(job_, clock_);
-      if (opened.ok()) {
-        plugin_ = *std::move(opened);
-        fallback_.reset();
-        TRIRACE_INFO(SCHED, "link occupancy now from the net plugin's segment (per process and class)");
+    if (plugin_ == nullptr && !gave_up_ && clock_->NowNs() >= next_try_ns_) TryOpen();
+    if (plugin_ != nullptr) {
+      absl::StatusOr<OccupancySnapshot> snap = plugin_->Read();
+      if (snap.ok()) {
+        for (DeviceCounters& c : snap->devices) c.series = kSegmentSeries;
       }
+      return snap;
     }
-    if (plugin_ != nullptr) return plugin_->Read();
     if (fallback_ != nullptr) return fallback_->Read();
     return absl::UnavailableError("the net plugin has not published its occupancy segment yet");
   }
 
  private:
+  // With no fallback, a segment still missing this long after the engine
+  // started is worth a warning: the plugin is probably not NCCL's transport.
+  static constexpr int64_t kWarnAfterNs = 10'000'000'000;
+  // The segment's counters are not the fallback's: rates restart at the switch.
+  static constexpr uint32_t kSegmentSeries = 1;
+
+  void TryOpen() {
+    next_try_ns_ = clock_->NowNs() + retry_ns_;
+    absl::StatusOr<std::unique_ptr<OccupancyReader>> opened = OpenPluginOccupancyReader(job_, clock_);
+    if (opened.ok()) {
+      plugin_ = *std::move(opened);
+      fallback_.reset();
+      TRIRACE_INFO(SCHED, "link occupancy now from the net plugin's segment (per process and class)");
+      return;
+    }
+    const std::string why(opened.status().message());
+    if (!absl::IsNotFound(opened.status())) {
+      // A segment that exists but cannot be read (another version, no
+      // permission) will not get better by retrying.
+      gave_up_ = true;
+      TRIRACE_WARN(SCHED, "%s; link occupancy %s", why,
+                   fallback_ != nullptr ? absl::StrCat("stays on ", std::string(fallback_->name())) : "is not sampled");
+      return;
+    }
+    if (fallback_ == nullptr && !warned_missing_ && clock_->NowNs() >= warn_at_ns_) {
+      warned_missing_ = true;
+      TRIRACE_WARN(SCHED,
+                   "TRIRACE_OCCUPANCY=plugin: %s after %d s (is the TriRace net plugin NCCL's transport? "
+                   "NCCL_NET_PLUGIN); occupancy is not sampled until it appears",
+                   why, static_cast<int>(kWarnAfterNs / 1'000'000'000));
+    }
+  }
+
   std::unique_ptr<OccupancyReader> fallback_;
   std::unique_ptr<OccupancyReader> plugin_;
   std::string job_;
   const Clock* clock_;
   int64_t retry_ns_;
+  int64_t warn_at_ns_;
   int64_t next_try_ns_ = 0;
+  bool gave_up_ = false;
+  bool warned_missing_ = false;
 };
 
 }  // namespace

@@ -40,9 +40,11 @@ absl::StatusOr<std::unique_ptr<OccupancyReader>> OpenPluginOccupancyReader(
 // segment usually appears after it. This reader tries to open the segment
 // on Read, at most every `retry_ns`, and reads `fallback` until it opens
 // (nullptr: Unavailable, a skipped sample); from then on only the
-// segment. One INFO line when it switches. The switch changes the series'
-// shape (the segment knows this process's share), so rates restart there
-// (scheduler/occupancy_reader.h RateMeter).
+// segment. One INFO line when it switches. The segment's devices carry
+// DeviceCounters::series 1, so rates restart at the switch
+// (scheduler/occupancy_reader.h RateMeter). Without a fallback, one WARN
+// when no segment appeared within 10 s. A segment that exists but fails to
+// open (another ABI version, permissions) WARNs once and is not retried.
 std::unique_ptr<OccupancyReader> PluginOccupancyReaderOnceItOpens(std::unique_ptr<OccupancyReader> fallback,
                                                                   const std::string& job = "",
                                                                   const Clock* clock = &RealClock::Get(),

@@ -1,5 +1,7 @@
 #include "interpose/shim.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <new>
 #include <vector>
@@ -65,6 +67,7 @@ Shim* Shim::Create() {
 }
 
 void Shim::Initialize() {
+  owner_pid_ = getpid();
   const std::string& library = ParamString(ParamId::kNcclLibrary);
   auto real = ResolveRealNccl(library);
   if (!real.ok()) {
@@ -245,13 +248,15 @@ void Shim::TrackCompletion(const TraceRecord& record, CommState* state, cudaStre
 void Shim::OnStreamDone(void* p) {
   std::unique_ptr<PendingOp> pending(static_cast<PendingOp*>(p));
   pending->record.end_ns = MonotonicNs();
-  pending->shim->in_flight_.fetch_sub(1, std::memory_order_relaxed);
-  pending->shim->FinishOp(pending->record, pending->state);
+  Shim* shim = pending->shim;
+  shim->FinishOp(pending->record, pending->state);
+  // After the record is written: the exit drain reads 0 only once it is in.
+  shim->in_flight_.fetch_sub(1, std::memory_order_release);
 }
 
 void Shim::RecordFinished(TraceRecord& record, CommState* state) {
-  in_flight_.fetch_sub(1, std::memory_order_relaxed);
   FinishOp(record, state);
+  in_flight_.fetch_sub(1, std::memory_order_release);
 }
 
 void Shim::RecordEvent(const TraceRecord& record) {
@@ -424,8 +429,9 @@ void Shim::Shutdown() {
   // point the application synchronised on: give those already due a moment
   // to land in the trace. Bounded, so an exit with work truly unfinished
   // (a killed peer, no synchronise) is not held.
-  const absl::Time drain_end = absl::Now() + kExitDrain;
-  while (in_flight_.load(std::memory_order_relaxed) > 0 && absl::Now() < drain_end) {
+  // A forked child inherits the count but none of the driver threads.
+  const absl::Time drain_end = getpid() == owner_pid_ ? absl::Now() + kExitDrain : absl::Now();
+  while (in_flight_.load(std::memory_order_acquire) > 0 && absl::Now() < drain_end) {
     absl::SleepFor(absl::Microseconds(200));
   }
   LogSummaries(registry_, /*include_live=*/true);

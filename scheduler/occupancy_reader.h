@@ -40,7 +40,8 @@ class RateMeter {
  public:
   // Rates between the previous snapshot and `snap` for devices present in
   // both; empty on the first call. A counter that went backwards (device
-  // reset, process slot recycled) restarts that device.
+  // reset, process slot recycled) or a new DeviceCounters::series restarts
+  // that device.
   std::vector<DeviceRate> Update(const OccupancySnapshot& snap);
 
  private:

@@ -28,6 +28,11 @@ uint64_t TriracePolicyConfig::CreditBytes(double capacity_bytes_per_s) const {
   return WireBytes(dense_credit_ns, capacity_bytes_per_s, kFallbackCreditBytes);
 }
 
+int64_t TriracePolicyConfig::UrgentMaxAgeNs(int64_t occupancy_period_ns) {
+  // Two and a half periods: one sample late is still fresh, two missed are not.
+  return std::max<int64_t>(kMinUrgentMaxAgeNs, occupancy_period_ns * 5 / 2);
+}
+
 TriracePolicyConfig TriracePolicyConfig::FromParams() {
   TriracePolicyConfig c;
   c.dense_window_ns = ParamInt(ParamId::kDenseWindowUs) * 1000;
@@ -37,6 +42,7 @@ TriracePolicyConfig TriracePolicyConfig::FromParams() {
   c.deadline_slack_ns = ParamInt(ParamId::kDeadlineSlackUs) * 1000;
   c.foreign_headroom = ParamDouble(ParamId::kForeignHeadroom);
   c.wire_class_priority = NetClassPriorityEnabled();
+  c.urgent_max_age_ns = UrgentMaxAgeNs(ParamInt(ParamId::kOccupancyPeriodUs) * 1000);
   return c;
 }
 

@@ -94,8 +94,9 @@ struct TriracePolicyConfig {
   double foreign_headroom = 0.1;              // [R9], in [0, 1]
   int64_t occupancy_max_age_ns = 100'000'000; // [R9]: older samples are ignored
   // [R13]: an in-flight gauge ages fast (a 256 KiB message is 7 ms at
-  // 300 Mbit/s, 5 us at 400 Gbit/s); a few of the engine's 2 ms samples.
-  int64_t urgent_max_age_ns = 5'000'000;
+  // 300 Mbit/s, 5 us at 400 Gbit/s): a few of the engine's samples
+  // (FromParams: UrgentMaxAgeNs(TRIRACE_OCCUPANCY_PERIOD_US)).
+  int64_t urgent_max_age_ns = kMinUrgentMaxAgeNs;
   bool wire_class_priority = false;           // [R10]
 
   // From TRIRACE_DENSE_WINDOW_US / _BYTES, TRIRACE_DENSE_CREDIT_US / _BYTES,
@@ -103,6 +104,11 @@ struct TriracePolicyConfig {
   // NetClassPriorityEnabled() for wire_class_priority. The hold bound is
   // the engine's (max_hold_ns stays 0).
   static TriracePolicyConfig FromParams();
+
+  // [R13] How old a gauge may be at a sampling period of
+  // `occupancy_period_ns`: 2.5 periods, at least kMinUrgentMaxAgeNs.
+  static constexpr int64_t kMinUrgentMaxAgeNs = 5'000'000;
+  static int64_t UrgentMaxAgeNs(int64_t occupancy_period_ns);
 
   // [R11] A link's window and credit in bytes.
   static constexpr uint64_t kFallbackWindowBytes = 16ull << 20;

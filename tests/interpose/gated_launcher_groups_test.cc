@@ -68,10 +68,12 @@ TEST_P(GatingOverFakeDevice, AGroupsLaterOpOnACapturedStreamIsLeftAlone) {
   // join the launcher's streams to the application's graph.
   dev_.SetCapturing(user_streams_[1]);
   const size_t n = 256;
+  // The captured ops are on comm 1: NCCL may refuse to mix a captured and
+  // an uncaptured stream of one comm in a group.
   NewOp(NcclFunc::kAllReduce, 0, 0, n);
-  NewOp(NcclFunc::kAllReduce, 0, 1, n);  // captured
+  NewOp(NcclFunc::kAllReduce, 1, 1, n);  // captured
   NewOp(NcclFunc::kSend, 0, 0, n);
-  NewOp(NcclFunc::kRecv, 0, 1, n);  // captured
+  NewOp(NcclFunc::kRecv, 1, 1, n);  // captured
   for (uint64_t group : {1, 2}) {
     ASSERT_EQ(GroupStart(group), ncclSuccess);
     Issue(2 * (group - 1), group);

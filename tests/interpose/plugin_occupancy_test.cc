@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -166,8 +167,12 @@ TEST(PluginOccupancyTest, TheWaitingReaderSwitchesToTheSegmentWhenItAppears) {
   ASSERT_TRUE(reader->Read().ok());
   EXPECT_EQ(reader->name(), "fixed");
   clock.AdvanceNs(500);
-  ASSERT_TRUE(reader->Read().ok());
+  auto after = reader->Read();
+  ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_EQ(reader->name(), "plugin");
+  for (const DeviceCounters& c : after->devices) {
+    EXPECT_NE(c.series, before->devices[0].series) << "rates must restart at the switch";
+  }
   bool ours = false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (!ours && std::chrono::steady_clock::now() < deadline) {
@@ -176,6 +181,37 @@ TEST(PluginOccupancyTest, TheWaitingReaderSwitchesToTheSegmentWhenItAppears) {
     ours = s->devices.size() == 1 && s->devices[0].has_ours && s->devices[0].ours_tx_bytes == 1000;
   }
   EXPECT_TRUE(ours) << "the segment's counters, with this process's share";
+  pub.Stop();
+}
+
+TEST(PluginOccupancyTest, TheWaitingReaderStopsTryingASegmentItCannotRead) {
+  // A segment of another layout (size): not NotFound, so not retried.
+  const std::string job = "sched-alien-" + std::to_string(getpid());
+  SegmentGuard seg(occupancy::SegmentName(job));
+  {
+    const int fd = shm_open(seg.name().c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    ASSERT_GE(fd, 0) << std::strerror(errno);
+    ASSERT_EQ(ftruncate(fd, 4096), 0);
+    close(fd);
+  }
+  ManualClock clock(0);
+  std::unique_ptr<OccupancyReader> reader =
+      PluginOccupancyReaderOnceItOpens(std::make_unique<FixedReader>(), job, &clock, /*retry_ns=*/1000);
+  auto first = reader->Read();
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(reader->name(), "fixed");
+  // A readable segment replaces it; the reader gave up and stays on its fallback.
+  shm_unlink(seg.name().c_str());
+  occupancy::OccupancyPublisher pub;
+  StartWithP2PSent(&pub, seg.name(), 1000);
+  for (int i = 0; i < 3; ++i) {
+    clock.AdvanceNs(1000);
+    auto s = reader->Read();
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_EQ(s->devices.size(), 1u);
+    EXPECT_EQ(s->devices[0].tx_bytes, 42u);
+  }
+  EXPECT_EQ(reader->name(), "fixed");
   pub.Stop();
 }
 

@@ -43,6 +43,19 @@ TEST(RateMeterTest, RatesFromTwoSnapshotsUseTheBusierDirection) {
       << "a counter that went backwards restarts";
 }
 
+TEST(RateMeterTest, ANewSeriesRestartsTheDeviceEvenWhenItsCountersGrew) {
+  // A reader that switched source: the new counters happen to be larger
+  // than the old ones, and the same shape, but cannot be subtracted.
+  RateMeter meter;
+  EXPECT_TRUE(meter.Update({0, {{.device = "eth0", .tx_bytes = 100, .rx_bytes = 0}}}).empty());
+  EXPECT_EQ(meter.Update({10 * kMs, {{.device = "eth0", .tx_bytes = 200, .rx_bytes = 0}}}).size(), 1u);
+  EXPECT_TRUE(meter.Update({20 * kMs, {{.device = "eth0", .tx_bytes = 900'000, .rx_bytes = 0, .series = 1}}}).empty())
+      << "the first reading of a new series has nothing to subtract from";
+  auto rates = meter.Update({30 * kMs, {{.device = "eth0", .tx_bytes = 901'000, .rx_bytes = 0, .series = 1}}});
+  ASSERT_EQ(rates.size(), 1u);
+  EXPECT_DOUBLE_EQ(rates[0].bytes_per_s, 100'000);
+}
+
 // Holds everything and records what the links looked like.
 class RecordingPolicy : public Policy {
  public:

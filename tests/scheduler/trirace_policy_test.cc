@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/env_guard.h"
 #include "view_builder.h"
 
 namespace trirace::sched {
@@ -309,6 +310,19 @@ TEST(TriracePolicyTest, AnotherProcesssUrgentTrafficLimitsDenseToTheCredit) {
   c.wire_class_priority = true;
   TriracePolicy with_wire(c);
   EXPECT_THAT(ReasonFor(b.Decide(with_wire, 10 * kMs), dense.id), Optional(ReleaseReason::kDenseGap));
+}
+
+// [R13]'s age follows the engine's sampling period: a gauge stays fresh
+// for 2.5 periods, never less than 5 ms.
+TEST(TriracePolicyTest, TheUrgentGaugesAgeFollowsTheSamplingPeriod) {
+  EXPECT_EQ(TriracePolicyConfig::UrgentMaxAgeNs(100'000), 5 * kMs);
+  EXPECT_EQ(TriracePolicyConfig::UrgentMaxAgeNs(2 * kMs), 5 * kMs);
+  EXPECT_EQ(TriracePolicyConfig::UrgentMaxAgeNs(20 * kMs), 50 * kMs);
+  EnvGuard env;
+  env.Set("TRIRACE_OCCUPANCY_PERIOD_US", "20000").Apply();
+  EXPECT_EQ(TriracePolicyConfig::FromParams().urgent_max_age_ns, 50 * kMs);
+  env.Set("TRIRACE_OCCUPANCY_PERIOD_US", "2000").Apply();
+  EXPECT_EQ(TriracePolicyConfig::FromParams().urgent_max_age_ns, 5 * kMs);
 }
 
 TEST(TriracePolicyTest, DenseWithoutModelledLinksIsNeverHeld) {
