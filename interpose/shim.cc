@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/abseil_runtime.h"
 #include "common/clock.h"
 #include "common/logging.h"
 #include "common/params.h"
@@ -68,6 +69,7 @@ Shim* Shim::Create() {
 
 void Shim::Initialize() {
   owner_pid_ = getpid();
+  ConfigureAbseilRuntime();  // every intercepted op locks (common/abseil_runtime.h)
   const std::string& library = ParamString(ParamId::kNcclLibrary);
   auto real = ResolveRealNccl(library);
   if (!real.ok()) {

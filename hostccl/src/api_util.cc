@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "common/abseil_runtime.h"
 #include "common/logging.h"
 #include "nccl_adapter/nccl_result.h"
 #include "hostccl/src/group.h"
@@ -18,6 +19,10 @@ struct Registry {
   absl::flat_hash_set<const ncclComm*> live ABSL_GUARDED_BY(mu);
   std::string last_error ABSL_GUARDED_BY(mu);
 };
+
+// At load: no lock-graph check on every lock in release builds
+// (common/abseil_runtime.h). Every stream operation locks.
+[[maybe_unused]] const bool kAbseilConfigured = ConfigureAbseilRuntime();
 
 // Never destroyed: the API may be called from static destructors.
 Registry& Reg() {

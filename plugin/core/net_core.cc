@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/abseil_runtime.h"
 #include "common/logging.h"
 #include "common/params.h"
 #include "plugin/core/core_objects.h"
@@ -16,6 +17,7 @@
 namespace trirace::net {
 
 absl::Status NetCore::Init(const InitArgs& args) {
+  ConfigureAbseilRuntime();  // every request locks (common/abseil_runtime.h)
   absl::MutexLock lock(&mu_);
   if (args.logger != nullptr) InstallNcclLogSink(args.logger);
   if (initialized_) return init_status_;
