@@ -12,9 +12,15 @@
 // builds keep it, so the test suite's debug pass still finds lock-order
 // cycles.
 //
+// Who calls it: hostccl at its first communicator, the shim at its first
+// NCCL call unless TRIRACE_MODE=off, the net plugin in its init.
+//
 // The setting is Abseil's, for the whole process: an application that
 // links the same Abseil and wants the cycle check sets
-// TRIRACE_ABSL_DEADLOCK_CHECK=1 to keep it.
+// TRIRACE_ABSL_DEADLOCK_CHECK=1 to keep it. Turning the check back on
+// after this ran is not safe in Abseil (a lock taken while it was off and
+// released while it is on fails the check's bookkeeping): set the param
+// instead.
 //
 // Thread safety: thread-safe; idempotent.
 #ifndef TRIRACE_COMMON_ABSEIL_RUNTIME_H_

@@ -102,6 +102,7 @@ class WaitingPluginReader final : public OccupancyReader {
       return snap;
     }
     if (fallback_ != nullptr) return fallback_->Read();
+    if (gave_up_) return absl::FailedPreconditionError("the net plugin's occupancy segment cannot be read");
     return absl::UnavailableError("the net plugin has not published its occupancy segment yet");
   }
 
@@ -122,9 +123,9 @@ class WaitingPluginReader final : public OccupancyReader {
       return;
     }
     const std::string why(opened.status().message());
-    if (!absl::IsNotFound(opened.status())) {
-      // A segment that exists but cannot be read (another version, no
-      // permission) will not get better by retrying.
+    if (absl::IsFailedPrecondition(opened.status()) || absl::IsPermissionDenied(opened.status())) {
+      // A segment that exists but cannot be read (another version, another
+      // owner) will not get better by retrying.
       gave_up_ = true;
       TRIRACE_WARN(SCHED, "%s; link occupancy %s", why,
                    fallback_ != nullptr ? absl::StrCat("stays on ", std::string(fallback_->name())) : "is not sampled");
@@ -133,8 +134,8 @@ class WaitingPluginReader final : public OccupancyReader {
     if (fallback_ == nullptr && !warned_missing_ && clock_->NowNs() >= warn_at_ns_) {
       warned_missing_ = true;
       TRIRACE_WARN(SCHED,
-                   "TRIRACE_OCCUPANCY=plugin: %s after %d s (is the TriRace net plugin NCCL's transport? "
-                   "NCCL_NET_PLUGIN); occupancy is not sampled until it appears",
+                   "%s after %d s (is the TriRace net plugin NCCL's transport? NCCL_NET_PLUGIN); "
+                   "link occupancy is not sampled until it appears",
                    why, static_cast<int>(kWarnAfterNs / 1'000'000'000));
     }
   }
@@ -165,7 +166,17 @@ absl::StatusOr<std::unique_ptr<OccupancyReader>> OpenPluginOccupancyReader(const
   if (rc != 0) {
     const std::string what = absl::StrCat("net plugin occupancy segment for job '", job.empty() ? "(default)" : job,
                                           "': ", std::strerror(rc));
-    return rc == ENOENT ? absl::NotFoundError(what) : absl::UnknownError(what);
+    switch (rc) {
+      case ENOENT:
+        return absl::NotFoundError(what);
+      case EPROTO:  // another layout or ABI version
+        return absl::FailedPreconditionError(what);
+      case EPERM:
+      case EACCES:  // another user's segment
+        return absl::PermissionDeniedError(what);
+      default:  // out of descriptors or memory, a failed map: may pass
+        return absl::UnavailableError(what);
+    }
   }
   return std::make_unique<PluginOccupancyReader>(reader, clock);
 }

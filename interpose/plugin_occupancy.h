@@ -31,7 +31,9 @@
 namespace trirace::interpose {
 
 // Opens the segment of `job` ("" = the default job, as occupancy.h says).
-// NotFound when no segment exists yet (no plugin published on this host).
+// NotFound when no segment exists yet (no plugin published on this host),
+// FailedPrecondition for another layout version, PermissionDenied for
+// another user's segment, Unavailable for anything else.
 absl::StatusOr<std::unique_ptr<OccupancyReader>> OpenPluginOccupancyReader(
     const std::string& job = "", const Clock* clock = &RealClock::Get());
 
@@ -43,8 +45,9 @@ absl::StatusOr<std::unique_ptr<OccupancyReader>> OpenPluginOccupancyReader(
 // segment. One INFO line when it switches. The segment's devices carry
 // DeviceCounters::series 1, so rates restart at the switch
 // (scheduler/occupancy_reader.h RateMeter). Without a fallback, one WARN
-// when no segment appeared within 10 s. A segment that exists but fails to
-// open (another ABI version, permissions) WARNs once and is not retried.
+// when no segment appeared within 10 s. A segment that exists but cannot
+// be opened (another layout version, another owner) WARNs once and is not
+// retried; other errors (out of descriptors) are retried.
 std::unique_ptr<OccupancyReader> PluginOccupancyReaderOnceItOpens(std::unique_ptr<OccupancyReader> fallback,
                                                                   const std::string& job = "",
                                                                   const Clock* clock = &RealClock::Get(),

@@ -69,7 +69,6 @@ Shim* Shim::Create() {
 
 void Shim::Initialize() {
   owner_pid_ = getpid();
-  ConfigureAbseilRuntime();  // every intercepted op locks (common/abseil_runtime.h)
   const std::string& library = ParamString(ParamId::kNcclLibrary);
   auto real = ResolveRealNccl(library);
   if (!real.ok()) {
@@ -124,6 +123,7 @@ void Shim::Initialize() {
   }
   if (launcher_ == nullptr) launcher_ = std::make_unique<ObserveLauncher>(*real_);
   if (mode_ == ShimMode::kOff) return;  // pure forwarding: no trace, no exit hook
+  ConfigureAbseilRuntime();  // every intercepted op locks (common/abseil_runtime.h)
 
   const std::string& trace = ParamString(ParamId::kTrace);
   if (!trace.empty()) {
@@ -426,13 +426,16 @@ void Shim::RecordIteration(int64_t iteration, bool begin) {
 
 void Shim::Shutdown() {
   if (shut_down_.exchange(true)) return;
+  // A forked child has the parent's memory but none of its threads: the
+  // engine's and watchdog's mutexes may be held for ever and there is
+  // nothing to join or drain. Its trace is the parent's to close.
+  if (getpid() != owner_pid_) return;
   if (launcher_ != nullptr) launcher_->Shutdown();  // opens every gate still closed
   // Completions arrive on the watcher's driver threads, after the stream
   // point the application synchronised on: give those already due a moment
   // to land in the trace. Bounded, so an exit with work truly unfinished
   // (a killed peer, no synchronise) is not held.
-  // A forked child inherits the count but none of the driver threads.
-  const absl::Time drain_end = getpid() == owner_pid_ ? absl::Now() + kExitDrain : absl::Now();
+  const absl::Time drain_end = absl::Now() + kExitDrain;
   while (in_flight_.load(std::memory_order_acquire) > 0 && absl::Now() < drain_end) {
     absl::SleepFor(absl::Microseconds(200));
   }

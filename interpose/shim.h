@@ -155,9 +155,9 @@ class Shim final : private RecordSink {
   // Internal failure: one WARN, then pure forwarding for the process.
   void Disable(const std::string& why);
 
-  // Exit hook: waits up to kExitDrain for the records still in flight
-  // (not in a forked child, whose count no driver thread will lower), then
-  // the summary and trace footer. Idempotent.
+  // Exit hook: waits up to kExitDrain for the records still in flight,
+  // then the summary and trace footer. Idempotent. Nothing in a forked
+  // child (no threads of the parent's to stop, join or drain).
   void Shutdown();
   static constexpr absl::Duration kExitDrain = absl::Seconds(1);
 
@@ -198,7 +198,7 @@ class Shim final : private RecordSink {
   std::atomic<bool> recording_{false};
   std::atomic<bool> disabled_{false};
   std::atomic<uint64_t> in_flight_{0};
-  pid_t owner_pid_ = 0;  // the process that created the shim; a forked child skips the exit drain
+  pid_t owner_pid_ = 0;  // the process that created the shim; a forked child's Shutdown does nothing
   std::atomic<uint64_t> next_group_id_{0};
   std::atomic<uint64_t> init_all_count_{0};
   std::atomic<bool> shut_down_{false};

@@ -42,7 +42,8 @@ TriracePolicyConfig TriracePolicyConfig::FromParams() {
   c.deadline_slack_ns = ParamInt(ParamId::kDeadlineSlackUs) * 1000;
   c.foreign_headroom = ParamDouble(ParamId::kForeignHeadroom);
   c.wire_class_priority = NetClassPriorityEnabled();
-  c.urgent_max_age_ns = UrgentMaxAgeNs(ParamInt(ParamId::kOccupancyPeriodUs) * 1000);
+  c.urgent_max_age_ns =
+      std::min(UrgentMaxAgeNs(ParamInt(ParamId::kOccupancyPeriodUs) * 1000), c.occupancy_max_age_ns);
   return c;
 }
 

@@ -95,7 +95,8 @@ struct TriracePolicyConfig {
   int64_t occupancy_max_age_ns = 100'000'000; // [R9]: older samples are ignored
   // [R13]: an in-flight gauge ages fast (a 256 KiB message is 7 ms at
   // 300 Mbit/s, 5 us at 400 Gbit/s): a few of the engine's samples
-  // (FromParams: UrgentMaxAgeNs(TRIRACE_OCCUPANCY_PERIOD_US)).
+  // (FromParams: UrgentMaxAgeNs(TRIRACE_OCCUPANCY_PERIOD_US), at most
+  // occupancy_max_age_ns).
   int64_t urgent_max_age_ns = kMinUrgentMaxAgeNs;
   bool wire_class_priority = false;           // [R10]
 

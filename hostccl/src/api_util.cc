@@ -20,13 +20,12 @@ struct Registry {
   std::string last_error ABSL_GUARDED_BY(mu);
 };
 
-// At load: no lock-graph check on every lock in release builds
-// (common/abseil_runtime.h). Every stream operation locks.
-[[maybe_unused]] const bool kAbseilConfigured = ConfigureAbseilRuntime();
-
 // Never destroyed: the API may be called from static destructors.
+// Made at the first communicator (not at load, where reading the params
+// would fix them before the application set them): from then on no
+// lock-graph check on every lock in release builds (common/abseil_runtime.h).
 Registry& Reg() {
-  static auto* registry = new Registry();
+  static auto* registry = (ConfigureAbseilRuntime(), new Registry());
   return *registry;
 }
 

@@ -17,9 +17,9 @@
 namespace trirace::net {
 
 absl::Status NetCore::Init(const InitArgs& args) {
-  ConfigureAbseilRuntime();  // every request locks (common/abseil_runtime.h)
   absl::MutexLock lock(&mu_);
   if (args.logger != nullptr) InstallNcclLogSink(args.logger);
+  ConfigureAbseilRuntime();  // every request locks (common/abseil_runtime.h); after the sink: it reads params
   if (initialized_) return init_status_;
   initialized_ = true;
   TransportChoice choice = ChooseTransport();

@@ -144,6 +144,30 @@ std::vector<std::string> SortedLines(const std::string& text) {
   return lines;
 }
 
+// A child forked by a rank while the shim's engine, watchdog and watcher
+// threads run, which ends with exit(): the shim's exit hook must not stop,
+// join or drain threads that only the parent has (it used to join the
+// engine's thread, which never ends in the child).
+TEST(ShimForkTest, AForkedChildExitsAtOnceInScheduleMode) {
+  if (!std::filesystem::exists(HOSTCCL_LIBRARY)) GTEST_SKIP() << "hostccl is not built: " << HOSTCCL_LIBRARY;
+  RankJob job;
+  job.nranks = 2;
+  job.argv = [](int rank) {
+    std::vector<std::string> argv = RandomRanksArgv(RANDOM_RANKS, HOSTCCL_LIBRARY, rank, 2, /*seed=*/5, /*ops=*/6);
+    argv.insert(argv.end(), {"--fork-exit", "1"});
+    return argv;
+  };
+  job.set_env = {{"LD_PRELOAD", SHIM_PATH}, {"TRIRACE_MODE", "schedule"}, {"TRIRACE_POLICY", "trirace"}};
+  job.unset_env = kUnset;
+  job.timeout_ms = 120000;
+  std::vector<ProcessResult> ranks = LaunchRanks(job);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_FALSE(ranks[r].timed_out) << "rank " << r << ": " << ranks[r].err;
+    EXPECT_EQ(ranks[r].exit_code, 0) << "rank " << r << ": " << ranks[r].err;
+    EXPECT_THAT(ranks[r].out, HasSubstr("fork child exit=0")) << "rank " << r << ": " << ranks[r].err;
+  }
+}
+
 TEST(AllreduceExampleTest, RunsUnchangedUnderTheShimAndItsTraceLoadsInPerfetto) {
   const std::string example = ALLREDUCE_CHECK;
   if (example.empty()) GTEST_SKIP() << "examples/allreduce_check is not built";

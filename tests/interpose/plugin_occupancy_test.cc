@@ -170,6 +170,7 @@ TEST(PluginOccupancyTest, TheWaitingReaderSwitchesToTheSegmentWhenItAppears) {
   auto after = reader->Read();
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_EQ(reader->name(), "plugin");
+  ASSERT_FALSE(after->devices.empty());
   for (const DeviceCounters& c : after->devices) {
     EXPECT_NE(c.series, before->devices[0].series) << "rates must restart at the switch";
   }

@@ -9,13 +9,20 @@
 //
 // With --errors 1 it then issues calls the library must reject (bad
 // datatype, reduction op, root; a large AllReduce that a shim would split)
-// and prints their return codes; they are not part of the plan.
+// and prints their return codes; they are not part of the plan. With
+// --fork-exit 1 it forks after the workload, the child calls exit(0), and
+// it prints "fork child exit=<code>" or "fork child hung" (20 s).
 //
-// usage: random_ranks --lib <libnccl> --rank R --nranks N --seed S --ops K [--errors 1] [--uid HEX]
+// usage: random_ranks --lib <libnccl> --rank R --nranks N --seed S --ops K [--errors 1] [--fork-exit 1]
+//                     [--uid HEX]
 // Rank 0 without --uid prints "uid <hex>" first (see rank_launcher.h).
 #include <dlfcn.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -176,7 +183,7 @@ void RunOps(Comm& c, uint64_t seed, int ops, cudaStream_t stream) {
 
 int main(int argc, char** argv) {
   std::string lib, uid;
-  int rank = -1, nranks = 0, ops = 10, errors = 0;
+  int rank = -1, nranks = 0, ops = 10, errors = 0, fork_exit = 0;
   uint64_t seed = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -187,6 +194,7 @@ int main(int argc, char** argv) {
     else if (k == "--ops") ops = std::atoi(v.c_str());
     else if (k == "--errors") errors = std::atoi(v.c_str());
     else if (k == "--uid") uid = v;
+    else if (k == "--fork-exit") fork_exit = std::atoi(v.c_str());
   }
   if (lib.empty() || rank < 0 || nranks < 2 || rank >= nranks) {
     std::fprintf(stderr, "usage: random_ranks --lib LIB --rank R --nranks N --seed S --ops K [--uid HEX]\n");
@@ -265,6 +273,26 @@ int main(int argc, char** argv) {
     ncclResult_t b = NCCL(ncclAllReduce)(&one, &all, 1, ncclInt32, ncclSum, comms[0].comm, stream);
     const ncclResult_t sync = g_stream_sync(stream);  // before reading `all`
     std::printf("barrier rc=%d sync=%d ranks=%d\n", b, sync, all);
+    if (fork_exit != 0) {
+      // A child forked while the libraries' threads run, that ends with
+      // exit() (its atexit hooks run, the parent's threads do not exist).
+      std::fflush(stdout);
+      const pid_t child = fork();
+      if (child == 0) std::exit(0);
+      int status = -1;
+      bool done = false;
+      for (int waited_ms = 0; child > 0 && !done && waited_ms < 20000; waited_ms += 10) {
+        done = waitpid(child, &status, WNOHANG) == child;
+        if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      if (child > 0 && !done) {
+        kill(child, SIGKILL);
+        waitpid(child, &status, 0);
+        std::printf("fork child hung\n");
+      } else {
+        std::printf("fork child exit=%d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+      }
+    }
     if (errors != 0) {
       std::vector<int32_t> big(20000, 1), out(20000, 0);
       ncclComm_t w = comms[0].comm;

@@ -323,6 +323,9 @@ TEST(TriracePolicyTest, TheUrgentGaugesAgeFollowsTheSamplingPeriod) {
   EXPECT_EQ(TriracePolicyConfig::FromParams().urgent_max_age_ns, 50 * kMs);
   env.Set("TRIRACE_OCCUPANCY_PERIOD_US", "2000").Apply();
   EXPECT_EQ(TriracePolicyConfig::FromParams().urgent_max_age_ns, 5 * kMs);
+  env.Set("TRIRACE_OCCUPANCY_PERIOD_US", "1000000").Apply();
+  const TriracePolicyConfig slow = TriracePolicyConfig::FromParams();
+  EXPECT_EQ(slow.urgent_max_age_ns, slow.occupancy_max_age_ns) << "never older than [R9] accepts a sample";
 }
 
 TEST(TriracePolicyTest, DenseWithoutModelledLinksIsNeverHeld) {
