@@ -30,7 +30,7 @@ namespace trirace {
 
 // Release builds: absl::Mutex deadlock detection off for the process,
 // unless TRIRACE_ABSL_DEADLOCK_CHECK=1. Debug builds: nothing. Returns true
-// when it turned the check off. Safe during static initialisation.
+// when it turned the check off.
 bool ConfigureAbseilRuntime();
 
 }  // namespace trirace

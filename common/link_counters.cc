@@ -10,11 +10,15 @@ namespace {
 class CombinedReader final : public OccupancyReader {
  public:
   explicit CombinedReader(std::vector<std::unique_ptr<OccupancyReader>> parts)
-      : parts_(std::move(parts)), warned_(parts_.size(), false) {
-    Rename();
-  }
+      : parts_(std::move(parts)), warned_(parts_.size(), false) {}
 
-  std::string_view name() const override { return name_; }
+  // Built when asked (warnings only), as a part may change source
+  // (plugin_occupancy.h); valid until the next call.
+  std::string_view name() const override {
+    name_.clear();
+    for (const auto& p : parts_) name_ += (name_.empty() ? "" : "+") + std::string(p->name());
+    return name_;
+  }
 
   absl::StatusOr<OccupancySnapshot> Read() override {
     OccupancySnapshot snap;
@@ -35,20 +39,14 @@ class CombinedReader final : public OccupancyReader {
       any = true;
       for (DeviceCounters& d : s->devices) snap.devices.push_back(std::move(d));
     }
-    Rename();  // a part may have changed source (plugin_occupancy.h)
     if (!any) return first_error;
     return snap;
   }
 
  private:
-  void Rename() {
-    name_.clear();
-    for (const auto& p : parts_) name_ += (name_.empty() ? "" : "+") + std::string(p->name());
-  }
-
   std::vector<std::unique_ptr<OccupancyReader>> parts_;
   std::vector<bool> warned_;
-  std::string name_;
+  mutable std::string name_;
 };
 
 }  // namespace

@@ -61,8 +61,7 @@ class OccupancyReader {
 
 // One reader over several (a NIC's counters and the NVLink counters, say):
 // its snapshots hold every part's devices, its name is the parts' names
-// (as of the last Read: a part may change source)
-// joined with '+'. A part that fails is left out of that snapshot (its
+// joined with '+' (as they are now: a part may change source). A part that fails is left out of that snapshot (its
 // devices get no rate for the interval) and warned about once unless the
 // error is kUnavailable; only when every part fails does Read() fail, with
 // the first part's error. Null parts are dropped; with one part left that

@@ -51,9 +51,7 @@ absl::StatusOr<std::unique_ptr<OccupancyReader>> MakeOccupancyReader(OccupancySo
     case OccupancySource::kNone: return std::unique_ptr<OccupancyReader>();
     case OccupancySource::kPlugin: {
       absl::StatusOr<std::unique_ptr<OccupancyReader>> plugin = OpenPluginOccupancyReader();
-      if (absl::IsNotFound(plugin.status()) || absl::IsUnavailable(plugin.status())) {
-        return PluginOccupancyReaderOnceItOpens(nullptr);
-      }
+      if (SegmentMayOpenLater(plugin.status())) return PluginOccupancyReaderOnceItOpens(nullptr);
       return plugin;
     }
     case OccupancySource::kSysfs: return topo::OpenNetStatsReader({nic}, net);
@@ -73,7 +71,7 @@ absl::StatusOr<std::unique_ptr<OccupancyReader>> MakeOccupancyReader(OccupancySo
   if (std::optional<topo::IbPort> port = RdmaPortOf(nic, sys_root)) counters = topo::OpenIbCountersReader({*port}, ib);
   if (!counters.ok()) counters = topo::OpenNetStatsReader({nic}, net);
   // The segment usually appears later, when NCCL loads the plugin.
-  if (!absl::IsNotFound(plugin.status()) && !absl::IsUnavailable(plugin.status())) return counters;
+  if (!SegmentMayOpenLater(plugin.status())) return counters;
   return PluginOccupancyReaderOnceItOpens(counters.ok() ? *std::move(counters) : nullptr);
 }
 

@@ -123,7 +123,7 @@ class WaitingPluginReader final : public OccupancyReader {
       return;
     }
     const std::string why(opened.status().message());
-    if (absl::IsFailedPrecondition(opened.status()) || absl::IsPermissionDenied(opened.status())) {
+    if (!SegmentMayOpenLater(opened.status())) {
       // A segment that exists but cannot be read (another version, another
       // owner) will not get better by retrying.
       gave_up_ = true;
@@ -157,6 +157,10 @@ std::unique_ptr<OccupancyReader> PluginOccupancyReaderOnceItOpens(std::unique_pt
                                                                   const std::string& job, const Clock* clock,
                                                                   int64_t retry_ns) {
   return std::make_unique<WaitingPluginReader>(std::move(fallback), job, clock, retry_ns);
+}
+
+bool SegmentMayOpenLater(const absl::Status& open_error) {
+  return absl::IsNotFound(open_error) || absl::IsUnavailable(open_error);
 }
 
 absl::StatusOr<std::unique_ptr<OccupancyReader>> OpenPluginOccupancyReader(const std::string& job,

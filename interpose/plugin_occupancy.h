@@ -37,6 +37,11 @@ namespace trirace::interpose {
 absl::StatusOr<std::unique_ptr<OccupancyReader>> OpenPluginOccupancyReader(
     const std::string& job = "", const Clock* clock = &RealClock::Get());
 
+// For a failed OpenPluginOccupancyReader: whether a later try may succeed
+// (NotFound: not published yet; Unavailable: a transient failure), so that
+// waiting for the segment makes sense.
+bool SegmentMayOpenLater(const absl::Status& open_error);
+
 // For a segment that does not exist yet: the engine starts with the shim,
 // before NCCL has loaded the plugin (at the first communicator), so the
 // segment usually appears after it. This reader tries to open the segment

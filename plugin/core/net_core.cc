@@ -19,9 +19,9 @@ namespace trirace::net {
 absl::Status NetCore::Init(const InitArgs& args) {
   absl::MutexLock lock(&mu_);
   if (args.logger != nullptr) InstallNcclLogSink(args.logger);
-  ConfigureAbseilRuntime();  // every request locks (common/abseil_runtime.h); after the sink: it reads params
   if (initialized_) return init_status_;
   initialized_ = true;
+  ConfigureAbseilRuntime();  // every request locks (common/abseil_runtime.h); after the sink: it reads params
   TransportChoice choice = ChooseTransport();
   transport_ = std::move(choice.transport);
   init_status_ = transport_->Init(args);
