@@ -15,6 +15,11 @@
 #include "hostccl/src/shm_peer_links.h"
 
 namespace trirace::hostccl {
+namespace {
+
+constexpr size_t kReadyTokenBytes = 8;  // MoverEnv::ready_tokens, kept 8-aligned
+
+}  // namespace
 
 CommCore::CommCore(int nranks, int rank, CommConfig config)
     : nranks_(nranks), rank_(rank), config_(std::move(config)) {}
@@ -56,7 +61,7 @@ absl::Status CommCore::Init(const ncclUniqueId& id) {
       size_t slot = std::min<size_t>(ParamInt(ParamId::kHostcclSliceBytes), links_->MaxMessageBytes());
       slot &= ~size_t{7};
       int depth = std::max<int>(2, static_cast<int>(ParamInt(ParamId::kHostcclPipelineDepth)));
-      staging_.assign(2 * static_cast<size_t>(depth) * slot, '\0');
+      staging_.assign(2 * static_cast<size_t>(depth) * slot + kReadyTokenBytes, '\0');
       absl::StatusOr<std::unique_ptr<MemRegion>> region = links_->Register(staging_.data(), staging_.size());
       if (!region.ok()) return region.status();
       staging_region_ = std::move(*region);
@@ -64,6 +69,8 @@ absl::Status CommCore::Init(const ncclUniqueId& id) {
       env_.slot_bytes = slot;
       env_.staging = staging_.data();
       env_.staging_region = staging_region_.get();
+      env_.receiver_ready = ParamBool(ParamId::kHostcclReceiverReady);
+      env_.ready_tokens = staging_.data() + 2 * static_cast<size_t>(depth) * slot;
     } else {
       env_.slot_bytes = static_cast<size_t>(ParamInt(ParamId::kHostcclSliceBytes));
     }

@@ -17,6 +17,19 @@
 // each split into messages of at most the slice size, directly from/to the
 // user buffers; messages to self are copied.
 //
+// Receiver-ready (MoverEnv::receiver_ready, TRIRACE_HOSTCCL_RECEIVER_READY):
+// RunRing sends nothing to the next rank over the network before that rank
+// has started the same operation. Each rank first sends a one-byte token to
+// the rank it receives from and waits for the token of the rank it sends
+// to; links inside a host (shared memory) skip it. This is how NCCL's net
+// transport behaves over InfiniBand and RoCE, where a send waits for the
+// receiver's posted buffer (clear to send): a collective's bytes cannot
+// enter a receiver's link before the receiver launched it, so a gate on
+// the receiving host also orders what arrives there. Without it the plugin's
+// TCP sends eagerly, as NCCL's socket transport does. RunP2p (sends,
+// receives, AlltoAll) stays eager either way: NCCL's sends complete into
+// staging buffers without the receiver.
+//
 // Both poll the peer links, back off when idle, and stop with Aborted when
 // the abort flag is raised.
 //
@@ -47,6 +60,10 @@ struct MoverEnv {
   size_t slot_bytes = 0;       // bytes per slot = the slice size
   char* staging = nullptr;     // 2 * depth slots: receive pool, then send pool
   MemRegion* staging_region = nullptr;
+  // Receiver-ready handshake before a ring's first network send (above);
+  // needs two bytes inside staging_region.
+  bool receiver_ready = false;
+  char* ready_tokens = nullptr;  // [0] sent, [1] received
   std::vector<std::unique_ptr<MemRegion>> regions;  // the operation's user buffers
 
   // The region holding [p, p+n); nullptr when none does.

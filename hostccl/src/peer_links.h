@@ -60,6 +60,13 @@ class PeerLinks {
   virtual absl::StatusOr<bool> Test(void* request, size_t* size) = 0;
   // The largest message a single Isend/Irecv may carry.
   virtual size_t MaxMessageBytes() const = 0;
+  // Whether messages to (`send`) or from `peer` cross the network, as
+  // opposed to shared memory inside a host. Both ends of a link agree.
+  virtual bool CrossesNetwork(int peer, bool send) const {
+    (void)peer;
+    (void)send;
+    return true;
+  }
   // A hint: the transfers that follow serve NCCL function `func` (a net
   // plugin v11 gets it with setNetAttr). May be ignored.
   virtual void SetTransferFunc(NcclFunc func) { (void)func; }

@@ -55,9 +55,27 @@ struct OutState {
   bool ready = false;
 };
 
+// The receiver-ready handshake (data_mover.h): a token to the rank this
+// one receives from, and the token of the rank it sends to. Every rank
+// sends before it waits, so the handshake cannot deadlock.
+absl::Status AwaitReceiverReady(const RingPlan& plan, MoverEnv& env) {
+  std::vector<P2pTransfer> tokens;
+  if (!plan.ins.empty() && plan.prev != env.rank && env.links->CrossesNetwork(plan.prev, false)) {
+    tokens.push_back({plan.prev, true, env.ready_tokens, 1});
+  }
+  if (!plan.outs.empty() && plan.next != env.rank && env.links->CrossesNetwork(plan.next, true)) {
+    tokens.push_back({plan.next, false, env.ready_tokens + 1, 1});
+  }
+  if (tokens.empty()) return absl::OkStatus();
+  return RunP2p(tokens, env);
+}
+
 }  // namespace
 
 absl::Status RunRing(const RingPlan& plan, MoverEnv& env) {
+  if (env.receiver_ready && env.ready_tokens != nullptr) {
+    TRIRACE_RETURN_IF_ERROR(AwaitReceiverReady(plan, env));
+  }
   PeerLinks& t = *env.links;
   const size_t ts = plan.type_size;
   const int depth = env.depth;

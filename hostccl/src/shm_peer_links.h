@@ -87,6 +87,9 @@ class ShmPeerLinks final : public PeerLinks {
   absl::StatusOr<void*> Irecv(int peer, void* data, size_t size, MemRegion& region) override;
   absl::StatusOr<bool> Test(void* request, size_t* size) override;
   size_t MaxMessageBytes() const override { return inner_->MaxMessageBytes(); }
+  bool CrossesNetwork(int peer, bool send) const override {
+    return (send ? send_ : recv_)[peer].ring == nullptr;
+  }
   void SetTransferFunc(NcclFunc func) override { inner_->SetTransferFunc(func); }
   void StartClock(std::optional<int64_t> start_ns) override;
   std::optional<int64_t> ClockEnd() override;
