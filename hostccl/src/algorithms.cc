@@ -49,8 +49,10 @@ struct Builder {
   }
 };
 
-Builder StartPlan(const OpDesc& op, int nranks, const MoverEnv& env) {
+// `ring`: every rank receives and sends (RingPlan::ring); false for chains.
+Builder StartPlan(const OpDesc& op, int nranks, const MoverEnv& env, bool ring) {
   Builder b;
+  b.plan.ring = ring;
   b.plan.prev = Mod(env.rank - 1, nranks);
   b.plan.next = Mod(env.rank + 1, nranks);
   b.plan.type_size = DataTypeSize(op.type);
@@ -64,7 +66,7 @@ absl::Status AllReduce(const OpDesc& op, int n, MoverEnv& env) {
   auto* rb = static_cast<char*>(op.recvbuff);
   const int r = env.rank;
   const bool contribute = NeedsContribute(op.reduction), finish = NeedsFinish(op.reduction);
-  Builder b = StartPlan(op, n, env);
+  Builder b = StartPlan(op, n, env, /*ring=*/true);
   size_t slices = SlicesOf(ChunkOf(op.count, n, 0).elems, se);
   for (size_t j = 0; j < slices; ++j) {
     for (int s = 0; s <= 2 * n - 3; ++s) {
@@ -88,7 +90,7 @@ absl::Status ReduceScatter(const OpDesc& op, int n, MoverEnv& env) {
   auto* sb = static_cast<const char*>(op.sendbuff);
   auto* rb = static_cast<char*>(op.recvbuff);
   const int r = env.rank;
-  Builder b = StartPlan(op, n, env);
+  Builder b = StartPlan(op, n, env, /*ring=*/true);
   for (size_t j = 0, slices = SlicesOf(m, se); j < slices; ++j) {
     Span sl = SliceOf(Span{0, m}, se, j);
     for (int s = 0; s <= n - 2; ++s) {
@@ -107,7 +109,7 @@ absl::Status AllGather(const OpDesc& op, int n, MoverEnv& env) {
   const int r = env.rank;
   char* own = rb + r * m * ts;
   if (own != op.sendbuff) std::memmove(own, op.sendbuff, m * ts);
-  Builder b = StartPlan(op, n, env);
+  Builder b = StartPlan(op, n, env, /*ring=*/true);
   for (size_t j = 0, slices = SlicesOf(m, se); j < slices; ++j) {
     Span sl = SliceOf(Span{0, m}, se, j);
     for (int s = 0; s <= n - 2; ++s) {
@@ -125,7 +127,7 @@ absl::Status Broadcast(const OpDesc& op, int n, MoverEnv& env) {
   auto* sb = static_cast<const char*>(op.sendbuff);
   auto* rb = static_cast<char*>(op.recvbuff);
   if (p == 0 && sb != rb) std::memmove(rb, sb, op.count * ts);
-  Builder b = StartPlan(op, n, env);
+  Builder b = StartPlan(op, n, env, /*ring=*/false);
   for (size_t j = 0, slices = SlicesOf(op.count, se); j < slices; ++j) {
     Span sl = SliceOf(Span{0, op.count}, se, j);
     if (p == 0) {
@@ -143,7 +145,7 @@ absl::Status Reduce(const OpDesc& op, int n, MoverEnv& env) {
   const int p = Mod(env.rank - op.root - 1, n);
   auto* sb = static_cast<const char*>(op.sendbuff);
   auto* rb = static_cast<char*>(op.recvbuff);
-  Builder b = StartPlan(op, n, env);
+  Builder b = StartPlan(op, n, env, /*ring=*/false);
   for (size_t j = 0, slices = SlicesOf(op.count, se); j < slices; ++j) {
     Span sl = SliceOf(Span{0, op.count}, se, j);
     const char* local = sb + sl.offset * ts;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
@@ -18,6 +19,20 @@ namespace trirace::hostccl {
 namespace {
 
 constexpr size_t kReadyTokenBytes = 8;  // MoverEnv::ready_tokens, kept 8-aligned
+
+// The handshake needs both ends of every link: a rank waiting for a token
+// its peer never sends would hang. So it is on only where every rank has
+// it on; rank 0 says so once when the ranks disagree.
+bool ReceiverReadyOnEveryRank(const std::vector<HostIdentity>& ids, int rank) {
+  int on = 0;
+  for (const HostIdentity& id : ids) on += id.receiver_ready ? 1 : 0;
+  if (on != 0 && on != static_cast<int>(ids.size()) && rank == 0) {
+    TRIRACE_WARN(INIT, "hostccl: TRIRACE_HOSTCCL_RECEIVER_READY is on at %d of %d ranks; this "
+                 "communicator's collectives send eagerly (set it alike on every rank)",
+                 on, static_cast<int>(ids.size()));
+  }
+  return on == static_cast<int>(ids.size());
+}
 
 }  // namespace
 
@@ -69,7 +84,7 @@ absl::Status CommCore::Init(const ncclUniqueId& id) {
       env_.slot_bytes = slot;
       env_.staging = staging_.data();
       env_.staging_region = staging_region_.get();
-      env_.receiver_ready = ParamBool(ParamId::kHostcclReceiverReady);
+      env_.receiver_ready = ReceiverReadyOnEveryRank(ids, rank_);
       env_.ready_tokens = staging_.data() + 2 * static_cast<size_t>(depth) * slot;
     } else {
       env_.slot_bytes = static_cast<size_t>(ParamInt(ParamId::kHostcclSliceBytes));

@@ -18,17 +18,19 @@
 // user buffers; messages to self are copied.
 //
 // Receiver-ready (MoverEnv::receiver_ready, TRIRACE_HOSTCCL_RECEIVER_READY):
-// RunRing sends nothing to the next rank over the network before that rank
-// has started the same operation. Each rank first sends a one-byte token to
-// the rank it receives from and waits for the token of the rank it sends
-// to; links inside a host (shared memory) skip it. This is how NCCL's net
-// transport behaves over InfiniBand and RoCE, where a send waits for the
-// receiver's posted buffer (clear to send): a collective's bytes cannot
-// enter a receiver's link before the receiver launched it, so a gate on
-// the receiving host also orders what arrives there. Without it the plugin's
-// TCP sends eagerly, as NCCL's socket transport does. RunP2p (sends,
-// receives, AlltoAll) stays eager either way: NCCL's sends complete into
-// staging buffers without the receiver.
+// in a ring (RingPlan::ring) a rank sends nothing to the next rank over the
+// network before that rank has started the same operation. Each rank first
+// sends a one-byte token to the rank it receives from, then waits for the
+// token of the rank it sends to; links inside a host (shared memory) skip
+// it. This approximates NCCL's net transport over InfiniBand and RoCE,
+// where a send waits for the receiver's posted buffer (clear to send) and
+// the receiver posts when its host launches the collective: a collective's
+// bytes do not enter a receiver's link before the receiver launched it, so
+// a gate on the receiving host also orders what arrives there. Without it
+// the plugin's TCP sends eagerly, as NCCL's socket transport does. Chains
+// (Broadcast, Reduce) and RunP2p (Send/Recv, AlltoAll, Gather, Scatter) stay
+// eager: hostccl has no staging buffers for them, so a waiting send would
+// hold the sender's stream where NCCL's kernel finishes into its buffers.
 //
 // Both poll the peer links, back off when idle, and stop with Aborted when
 // the abort flag is raised.
@@ -90,6 +92,13 @@ struct RingOut {
 struct RingPlan {
   int prev = -1;
   int next = -1;
+  // A ring (AllReduce, ReduceScatter, AllGather): every rank receives and
+  // sends, and no rank can finish before every rank started, so the
+  // receiver-ready handshake adds no wait. Chains (Broadcast, Reduce) are
+  // false and stay eager: their head only sends, and making it wait for
+  // the next rank would block a root that NCCL lets finish into its
+  // buffers.
+  bool ring = false;
   size_t type_size = 1;
   Reduction reduction;
   std::vector<RingIn> ins;

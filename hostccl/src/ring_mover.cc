@@ -73,7 +73,7 @@ absl::Status AwaitReceiverReady(const RingPlan& plan, MoverEnv& env) {
 }  // namespace
 
 absl::Status RunRing(const RingPlan& plan, MoverEnv& env) {
-  if (env.receiver_ready && env.ready_tokens != nullptr) {
+  if (plan.ring && env.receiver_ready && env.ready_tokens != nullptr) {
     TRIRACE_RETURN_IF_ERROR(AwaitReceiverReady(plan, env));
   }
   PeerLinks& t = *env.links;

@@ -89,6 +89,7 @@ std::string HostIdentity::Encode() const {
   std::memcpy(&out[0], &host_key, sizeof(host_key));
   std::memcpy(&out[8], &pid, sizeof(pid));
   out[12] = shm ? 1 : 0;
+  out[13] = receiver_ready ? 1 : 0;
   return out;
 }
 
@@ -101,6 +102,7 @@ absl::StatusOr<HostIdentity> HostIdentity::Decode(const std::string& blob) {
   std::memcpy(&id.host_key, p, sizeof(id.host_key));
   std::memcpy(&id.pid, p + 8, sizeof(id.pid));
   id.shm = p[12] != 0;
+  id.receiver_ready = p[13] != 0;
   return id;
 }
 
@@ -118,6 +120,7 @@ HostIdentity LocalHostIdentity() {
   id.host_key = Fnv1a64Text(key);
   id.pid = static_cast<int32_t>(getpid());
   id.shm = ParamBool(ParamId::kHostcclShm);
+  id.receiver_ready = ParamBool(ParamId::kHostcclReceiverReady);
   return id;
 }
 

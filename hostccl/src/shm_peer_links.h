@@ -59,6 +59,7 @@ struct HostIdentity {
   uint64_t host_key = 0;
   int32_t pid = 0;
   bool shm = false;  // TRIRACE_HOSTCCL_SHM on
+  bool receiver_ready = false;  // TRIRACE_HOSTCCL_RECEIVER_READY on
 
   static constexpr size_t kWireBytes = 16;
   std::string Encode() const;

@@ -76,6 +76,15 @@ TEST(HostcclMultiProcess, SweepOverTheNetPluginAlone) {
   EXPECT_THAT(r.err, Not(HasSubstr("shared memory to")));
 }
 
+TEST(HostcclMultiProcess, RanksThatDisagreeOnReceiverReadyRunEagerly) {
+  // Rank 1 has TRIRACE_HOSTCCL_RECEIVER_READY=0: a handshake that only some
+  // ranks do would hang; the communicators run eagerly and rank 0 says so.
+  ProcessResult r = Launch({"3", "sweep"}, {{"TRIRACE_HOSTCCL_SHM", "0"}, {"HOSTCCL_TEST_EAGER_RANK", "1"}});
+  ExpectPassed(r);
+  EXPECT_THAT(r.out, HasSubstr(" 0 failed"));
+  EXPECT_THAT(r.err, HasSubstr("TRIRACE_HOSTCCL_RECEIVER_READY is on at 2 of 3 ranks"));
+}
+
 TEST(HostcclMultiProcess, MissingRankTimesOutWithClearError) {
   ProcessResult r = Launch({"3", "missing_rank", "--start", "2"},
                            {{"TRIRACE_HOSTCCL_BOOTSTRAP_TIMEOUT_MS", "1500"}});

@@ -303,6 +303,11 @@ int main(int argc, char** argv) {
       return 2;
     }
     x.arg = a.size() > 5 ? a[5] : "";
+    // HOSTCCL_TEST_EAGER_RANK=R: rank R alone turns the receiver-ready
+    // handshake off (set before its first communicator reads the setting).
+    if (const char* eager = std::getenv("HOSTCCL_TEST_EAGER_RANK"); eager != nullptr && std::atoi(eager) == x.rank) {
+      setenv("TRIRACE_HOSTCCL_RECEIVER_READY", "0", 1);
+    }
     return RunRank(x, a[4]);
   }
   std::fprintf(stderr, "usage: %s launch <nranks> <scenario> [arg] [--start K] [--victim R]\n", argv[0]);

@@ -58,11 +58,15 @@ int DataMessages(Mailboxes& mail, int src, int dst) {
   return n;
 }
 
-// An all-reduce (sum) of `nranks` ranks whose last rank calls late: it
-// starts once its ring predecessor has sent it data, or after 100 ms if
-// none came. Returns how many data messages the predecessor had sent by
-// then and checks every rank's result.
-int DataSentBeforeTheLateRankStarted(int nranks, bool receiver_ready, bool crosses_network) {
+// An all-reduce (sum) or a broadcast from rank 0 of `nranks` ranks whose
+// last rank calls late: it starts once its predecessor has sent it data,
+// or after `patience_ms` if none came. Returns how many data messages the
+// predecessor had sent by then and checks every rank's result. Where data
+// is expected early the patience is long (the wait ends when it comes);
+// where none is, a short wait suffices: data sent after it cannot make the
+// test pass wrongly.
+int DataSentBeforeTheLateRankStarted(NcclFunc func, int nranks, bool receiver_ready, bool crosses_network,
+                                     int patience_ms) {
   Mailboxes mail(nranks);
   std::vector<std::unique_ptr<Rank>> ranks;
   for (int r = 0; r < nranks; ++r) {
@@ -72,7 +76,7 @@ int DataSentBeforeTheLateRankStarted(int nranks, bool receiver_ready, bool cross
   std::atomic<int> early{-1};
   auto run = [&](int r) {
     if (r == late) {
-      const int64_t until = MonotonicNs() + 100'000'000;
+      const int64_t until = MonotonicNs() + int64_t{patience_ms} * 1'000'000;
       while (DataMessages(mail, before, late) == 0 && MonotonicNs() < until) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
@@ -81,19 +85,20 @@ int DataSentBeforeTheLateRankStarted(int nranks, bool receiver_ready, bool cross
     std::vector<float> in(kCount), out(kCount, -1.0f);
     for (size_t i = 0; i < kCount; ++i) in[i] = static_cast<float>(r + 1) * static_cast<float>(i % 7);
     OpDesc op;
-    op.func = NcclFunc::kAllReduce;
+    op.func = func;
     op.sendbuff = in.data();
     op.recvbuff = out.data();
     op.count = kCount;
     op.type = ncclFloat32;
     op.reduction = BuiltinReduction(ncclSum, ncclFloat32, nranks);
+    op.root = 0;
     Rank& me = *ranks[r];
     absl::Status st = RunCollective(op, nranks, me.env);
     me.env.regions.clear();
     ASSERT_TRUE(st.ok()) << "rank " << r << ": " << st;
-    const float ranks_sum = static_cast<float>(nranks * (nranks + 1) / 2);
+    const float factor = func == NcclFunc::kAllReduce ? static_cast<float>(nranks * (nranks + 1) / 2) : 1.0f;
     for (size_t i = 0; i < kCount; ++i) {
-      ASSERT_EQ(out[i], ranks_sum * static_cast<float>(i % 7)) << "rank " << r << " element " << i;
+      ASSERT_EQ(out[i], factor * static_cast<float>(i % 7)) << "rank " << r << " element " << i;
     }
   };
   std::vector<std::thread> threads;
@@ -107,7 +112,8 @@ class ReceiverReady : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 
 TEST_P(ReceiverReady, NoDataCrossesTheNetworkBeforeTheReceiverStarts) {
   const auto [nranks, receiver_ready] = GetParam();
-  const int early = DataSentBeforeTheLateRankStarted(nranks, receiver_ready, /*crosses_network=*/true);
+  const int early = DataSentBeforeTheLateRankStarted(NcclFunc::kAllReduce, nranks, receiver_ready,
+                                                     /*crosses_network=*/true, receiver_ready ? 100 : 10000);
   if (receiver_ready) {
     EXPECT_EQ(early, 0) << "data reached the late rank before it started the all-reduce";
   } else {
@@ -124,8 +130,20 @@ INSTANTIATE_TEST_SUITE_P(RanksAndSetting, ReceiverReady, Combine(Values(2, 3), B
 TEST(ReceiverReadyInsideAHost, LinksThatDoNotCrossTheNetworkSkipTheHandshake) {
   // Shared memory inside a host has no receiver's link to protect: sends
   // stay eager and no token is sent, even with the setting on.
-  const int early = DataSentBeforeTheLateRankStarted(2, /*receiver_ready=*/true, /*crosses_network=*/false);
+  const int early = DataSentBeforeTheLateRankStarted(NcclFunc::kAllReduce, 2, /*receiver_ready=*/true,
+                                                     /*crosses_network=*/false, 10000);
   EXPECT_GT(early, 0);
+}
+
+TEST(ReceiverReadyChains, ABroadcastRootDoesNotWaitForTheNextRank) {
+  // A chain's head only sends; NCCL lets it finish into its buffers, so a
+  // root that waited for the next rank could hang a program that works
+  // with NCCL. Chains stay eager with the setting on.
+  for (int nranks : {2, 3}) {
+    const int early = DataSentBeforeTheLateRankStarted(NcclFunc::kBroadcast, nranks, /*receiver_ready=*/true,
+                                                       /*crosses_network=*/true, 10000);
+    EXPECT_GT(early, 0) << nranks << " ranks";
+  }
 }
 
 TEST(ReceiverReadyTokens, EachRankSendsOneTokenPerCollectiveToTheRankItReceivesFrom) {
