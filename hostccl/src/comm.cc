@@ -76,7 +76,8 @@ absl::Status CommCore::Init(const ncclUniqueId& id) {
       size_t slot = std::min<size_t>(ParamInt(ParamId::kHostcclSliceBytes), links_->MaxMessageBytes());
       slot &= ~size_t{7};
       int depth = std::max<int>(2, static_cast<int>(ParamInt(ParamId::kHostcclPipelineDepth)));
-      staging_.assign(2 * static_cast<size_t>(depth) * slot + kReadyTokenBytes, '\0');
+      const size_t pools = 2 * static_cast<size_t>(depth) * slot;  // receive, then send slots
+      staging_.assign(pools + kReadyTokenBytes, '\0');
       absl::StatusOr<std::unique_ptr<MemRegion>> region = links_->Register(staging_.data(), staging_.size());
       if (!region.ok()) return region.status();
       staging_region_ = std::move(*region);
@@ -85,7 +86,7 @@ absl::Status CommCore::Init(const ncclUniqueId& id) {
       env_.staging = staging_.data();
       env_.staging_region = staging_region_.get();
       env_.receiver_ready = ReceiverReadyOnEveryRank(ids, rank_);
-      env_.ready_tokens = staging_.data() + 2 * static_cast<size_t>(depth) * slot;
+      env_.ready_tokens = staging_.data() + pools;
     } else {
       env_.slot_bytes = static_cast<size_t>(ParamInt(ParamId::kHostcclSliceBytes));
     }
