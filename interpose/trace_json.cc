@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
+#include "scheduler/task.h"
 
 namespace trirace::interpose {
 namespace {
@@ -150,7 +151,12 @@ void TraceJson::AppendRecord(const TraceRecord& r, std::string* out) {
     out->append(",\"run_us\":");
     AppendDurationUs(r.run_ns, out);
   }
-  if (r.release_reason >= 0) absl::StrAppendFormat(out, ",\"release_reason\":%d", r.release_reason);
+  if (r.release_reason >= 0) {
+    // The number for tools that have it; the name for those that should not
+    // copy the enum (bench/e2e/release_reasons.py).
+    absl::StrAppendFormat(out, ",\"release_reason\":%d,\"release\":\"%s\"", r.release_reason,
+                          sched::ReleaseReasonName(static_cast<sched::ReleaseReason>(r.release_reason)));
+  }
   if (r.chunk_index >= 0) absl::StrAppendFormat(out, ",\"chunk\":%d,\"chunks\":%d", r.chunk_index, r.chunk_count);
   out->append("}}");
 }

@@ -57,7 +57,8 @@
 # one traced run per mode (off is traced as observe, which records without
 # gating) into DIR/traces/<preset>/<mode>/trace.<rank>.json and draws
 # DIR/iterations.png and DIR/timeline-<preset>.png with plot_e2e.py
-# (python3-matplotlib). This prints figures: it never fails on timing.
+# (python3-matplotlib), and prints per rank why and when the DENSE gates
+# opened (release_reasons.py). This prints figures: it never fails on timing.
 # Exit codes: 0 done (even if some runs failed: they are marked), 2 usage,
 # 1 missing programs.
 set -uo pipefail
@@ -398,6 +399,10 @@ echo "(spread = (max - min) / median over the repetitions; off/mode = median ove
   "cpu% = the ranks' share of the machine's cores, host% = the whole machine's, medians)"
 if [ $trace = 1 ]; then
   echo "traces: $out/traces/<preset>/<mode>/trace.<rank>.json (open in ui.perfetto.dev)"
+  # Why and when the DENSE gates opened, per rank (standard library only).
+  if command -v python3 > /dev/null; then
+    python3 "$here/release_reasons.py" --out "$out" || true
+  fi
   # The Debian python3 first: python3-matplotlib is installed for it, and
   # another python3 may come first on PATH.
   py=""

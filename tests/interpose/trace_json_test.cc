@@ -85,6 +85,7 @@ TEST(TraceJsonTest, GatedFieldsAppearWhenSet) {
   EXPECT_DOUBLE_EQ(a["gate_wait_us"].get<double>(), 4.0);
   EXPECT_DOUBLE_EQ(a["run_us"].get<double>(), 6.0);
   EXPECT_EQ(a["release_reason"], 2);
+  EXPECT_EQ(a["release"], "priority");
   EXPECT_EQ(a["chunk"], 1);
   EXPECT_EQ(a["chunks"], 4);
 }
