@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "common/logging.h"
+#include "common/params.h"
 #include "interpose/comm_state.h"
 #include "interpose/gated_launcher.h"
 #include "scheduler/chunk_planner.h"
@@ -23,6 +24,12 @@ std::string BusIdOf(device::Device& dev, const CommState& s) {
 
 }  // namespace
 
+topo::PeerIdentity GatedLauncher::LocalIdentity(const CommState& s) {
+  topo::PeerIdentity me = links_->LocalIdentity(BusIdOf(dev_, s));
+  me.class_priority = NetClassPriorityEnabled();
+  return me;
+}
+
 void GatedLauncher::CommsReady(std::span<CommState* const> states) {
   std::vector<CommState*> todo;
   for (CommState* s : states) {
@@ -34,7 +41,7 @@ void GatedLauncher::CommsReady(std::span<CommState* const> states) {
     std::vector<topo::PeerIdentity> ranks(todo.size());
     for (CommState* s : todo) {
       if (s->rank < 0 || s->rank >= static_cast<int>(ranks.size())) return;
-      ranks[s->rank] = links_->LocalIdentity(BusIdOf(dev_, *s));
+      ranks[s->rank] = LocalIdentity(*s);
     }
     for (CommState* s : todo) PeersKnown(*s, ranks);
     return;
@@ -61,7 +68,7 @@ void GatedLauncher::CommsReady(std::span<CommState* const> states) {
                    "it in their first operation", s->index);
       continue;
     }
-    const topo::PeerIdentity me = links_->LocalIdentity(BusIdOf(dev_, *s));
+    const topo::PeerIdentity me = LocalIdentity(*s);
     ncclResult_t result = ncclSuccess;
     absl::Status started;
     {
@@ -102,11 +109,13 @@ void GatedLauncher::PeersKnown(CommState& state, absl::StatusOr<std::vector<topo
   const CommPeers* p = links_->Publish(state, state.rank, *std::move(ranks), *engine_);
   // The chunk size from the records alone: the same on every rank.
   double slowest_gbps = 0;
+  bool every_class_priority = !p->ranks.empty();
   for (const topo::PeerIdentity& id : p->ranks) {
     if (id.nic_gbps > 0 && (slowest_gbps == 0 || id.nic_gbps < slowest_gbps)) slowest_gbps = id.nic_gbps;
+    every_class_priority = every_class_priority && id.class_priority;
   }
   const uint64_t chunk = sched::CommChunkBytes(chunk_fixed_bytes_, chunk_ns_, chunk_min_bytes_, p->hosts,
-                                               slowest_gbps * 1e9 / 8);
+                                               slowest_gbps * 1e9 / 8, every_class_priority);
   uint64_t unset = CommState::kChunkBytesUnset;
   state.chunk_bytes.compare_exchange_strong(unset, chunk, std::memory_order_acq_rel);
   if (!state.exchanged.HasBeenNotified()) state.exchanged.Notify();
@@ -116,8 +125,9 @@ void GatedLauncher::PeersKnown(CommState& state, absl::StatusOr<std::vector<topo
     nics.push_back(id.nic.empty() ? "-" : id.nic);
   }
   TRIRACE_INFO(TOPO, "comm %d id %s: peers of rank %d: hosts [%s], nics [%s]; %d host(s), a collective crosses %d "
-               "link(s); chunks of %d bytes (slowest NIC %.3g Gbit/s)", state.index, CommIdHex(state.id), state.rank,
-               absl::StrJoin(hosts, " "), absl::StrJoin(nics, " "), p->hosts, p->ring.size(), chunk, slowest_gbps);
+               "link(s); chunks of %d bytes (slowest NIC %.3g Gbit/s%s)", state.index, CommIdHex(state.id), state.rank,
+               absl::StrJoin(hosts, " "), absl::StrJoin(nics, " "), p->hosts, p->ring.size(), chunk, slowest_gbps,
+               every_class_priority ? "; class priority on every rank" : "");
 }
 
 }  // namespace trirace::interpose

@@ -174,6 +174,9 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   sched::TaskSpec SpecFor(const TraceRecord& base, uint64_t bytes, const CommState* state) const;
   // The exchange's completion (a driver thread).
   void PeersKnown(CommState& state, absl::StatusOr<std::vector<topo::PeerIdentity>> ranks);
+  // This rank's record for comm `s`: its place (OpLinks) and whether it
+  // marks classes on the wire.
+  topo::PeerIdentity LocalIdentity(const CommState& s);
   // Registers the ticket's task; a gated one not released at once is
   // watched. True when no gate is needed on the stream (ungated, or the
   // policy released it inside Submit).

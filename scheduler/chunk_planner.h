@@ -17,7 +17,11 @@
 // comm whose ranks share one host (no NIC crossed) or that was not
 // exchanged uses kUnagreedChunkBytes, a constant; a non-zero fixed size
 // (TRIRACE_CHUNK_BYTES, which must then be the same on every rank)
-// replaces the rule on every comm.
+// replaces the rule on every comm. A comm across hosts whose every record
+// says class priority (PeerIdentity::class_priority) is not split: P2P and
+// SPARSE then pass DENSE on the wire packet by packet, and a chunk would
+// only add a step to DENSE's path (measured: docs/performance.md, "Where
+// the gate acts"); one rank without it keeps the split on every rank.
 //
 // The rule (PlanChunks):
 //   - Only AllReduce, Reduce and Broadcast (and Bcast) are split (their output is
@@ -74,10 +78,11 @@ inline constexpr uint64_t kUnagreedChunkBytes = 4ull << 20;
 
 // What the rule gives: `fixed_bytes` when non-zero; else 0 (never split)
 // when chunk_ns is 0; else kUnagreedChunkBytes when `hosts` <= 1 or no rate
-// is known (slowest_nic_bytes_per_s <= 0); else max(min_bytes, chunk_ns of
-// wire time at slowest_nic_bytes_per_s), rounded down to kChunkGranuleBytes.
+// is known (slowest_nic_bytes_per_s <= 0); else 0 when
+// every_rank_class_priority; else max(min_bytes, chunk_ns of wire time at
+// slowest_nic_bytes_per_s), rounded down to kChunkGranuleBytes.
 uint64_t CommChunkBytes(uint64_t fixed_bytes, int64_t chunk_ns, uint64_t min_bytes, int hosts,
-                        double slowest_nic_bytes_per_s);
+                        double slowest_nic_bytes_per_s, bool every_rank_class_priority = false);
 
 // The plan for `count` elements of `dtype_size` bytes each (dtype_size >= 1;
 // 0 is treated as 1). A zero-count op is one empty chunk, so the launcher

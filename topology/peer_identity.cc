@@ -12,9 +12,12 @@ namespace trirace::topo {
 namespace {
 
 constexpr char kMagic[4] = {'T', 'R', 'P', 'I'};
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = 2;
 constexpr size_t kHostOffset = 12, kHostSize = 64;
-constexpr size_t kGpuOffset = 76, kGpuSize = 20;
+constexpr size_t kGpuOffset = 76, kGpuSize = 16;
+constexpr size_t kFlagsOffset = 92;
+constexpr uint32_t kClassPriorityFlag = 1;
+static_assert(kGpuOffset + kGpuSize == kFlagsOffset);
 constexpr size_t kNicOffset = 96, kNicSize = 32;
 static_assert(kNicOffset + kNicSize == kPeerIdentityBytes);
 
@@ -57,6 +60,7 @@ void EncodePeerIdentity(const PeerIdentity& id, std::span<uint8_t, kPeerIdentity
   PutString(p + kHostOffset, kHostSize, WireHostKey(id.host));
   PutString(p + kGpuOffset, kGpuSize, id.gpu_pci);
   PutString(p + kNicOffset, kNicSize, id.nic);
+  PutLe(p + kFlagsOffset, id.class_priority ? kClassPriorityFlag : 0, 4);
 }
 
 absl::StatusOr<PeerIdentity> DecodePeerIdentity(std::span<const uint8_t, kPeerIdentityBytes> in) {
@@ -71,6 +75,7 @@ absl::StatusOr<PeerIdentity> DecodePeerIdentity(std::span<const uint8_t, kPeerId
   PeerIdentity id;
   id.rail = static_cast<int16_t>(GetLe(p + 6, 2));
   id.nic_gbps = static_cast<double>(GetLe(p + 8, 4)) / 1000.0;
+  id.class_priority = (GetLe(p + kFlagsOffset, 4) & kClassPriorityFlag) != 0;
   if (!GetString(p + kHostOffset, kHostSize, &id.host) || !GetString(p + kGpuOffset, kGpuSize, &id.gpu_pci) ||
       !GetString(p + kNicOffset, kNicSize, &id.nic)) {
     return absl::InvalidArgumentError("peer identity record with an unterminated string");

@@ -9,17 +9,22 @@
 //
 //   offset  size  field
 //        0     4  magic "TRPI"
-//        4     2  version (1)
+//        4     2  version (2)
 //        6     2  rail (int16, -1 unknown)
 //        8     4  NIC rate in Mbit/s (uint32, 0 unknown)
 //       12    64  host key
-//       76    20  GPU PCI bus id ("" without a GPU)
+//       76    16  GPU PCI bus id ("" without a GPU)
+//       92     4  flags (uint32): bit 0 class priority on the wire
 //       96    32  NIC name ("" unknown)
+//
+// Version 1 had a 20-byte bus id and no flags; a record of another version
+// is rejected (the exchange then fails alike on every rank).
 //
 // A host key longer than 63 bytes is stored as its first 46 bytes, '#' and
 // 16 hex digits of a hash of the whole key, so two long keys that share a
 // prefix stay apart; the same key always encodes the same way. Longer GPU
 // bus ids or NIC names are truncated (real ones are 12 and <= 15 bytes).
+// Flag bits this version does not know are ignored.
 //
 // Thread safety: stateless.
 #ifndef TRIRACE_TOPOLOGY_PEER_IDENTITY_H_
@@ -42,6 +47,10 @@ struct PeerIdentity {
   std::string nic{};      // the NIC this rank sends through, "" unknown
   int rail = -1;
   double nic_gbps = 0;
+  // The rank marks its traffic classes on the wire (class priority,
+  // NetClassPriorityEnabled()): P2P and SPARSE leave ahead of DENSE packet
+  // by packet, so DENSE needs no chunks to let them pass.
+  bool class_priority = false;
 
   friend bool operator==(const PeerIdentity&, const PeerIdentity&) = default;
 };

@@ -31,7 +31,8 @@ const std::vector<std::string> kUnset = {"LD_PRELOAD",          "TRIRACE_MODE", 
                                          "TRIRACE_NCCL_LIBRARY", "TRIRACE_DEBUG",        "TRIRACE_DEBUG_FILE",
                                          "TRIRACE_DEBUG_SUBSYS", "NCCL_NET_PLUGIN",      "TRIRACE_POLICY",
                                          "TRIRACE_HOST_ID",      "TRIRACE_PEER_EXCHANGE", "TRIRACE_TOPO_FILE",
-                                         "TRIRACE_NIC_GBPS",     "TRIRACE_CHUNK_US",     "TRIRACE_CHUNK_BYTES"};
+                                         "TRIRACE_NIC_GBPS",     "TRIRACE_CHUNK_US",     "TRIRACE_CHUNK_BYTES",
+                                         "TRIRACE_NET_CLASS_PRIORITY"};
 
 class PeerExchangeTest : public ::testing::Test {
  protected:
@@ -103,7 +104,8 @@ TEST_F(PeerExchangeTest, EveryBlockingCommLearnsTheHostOfEachRank) {
 // split pairs r with r + 2, so its slowest NIC is rank 0's or rank 1's.
 TEST_F(PeerExchangeTest, RanksWithDifferentNicRatesAgreeOnTheChunkSize) {
   const std::vector<ProcessResult> ranks =
-      Run({{"TRIRACE_MODE", "schedule"}, {"TRIRACE_CHUNK_US", "2000"}}, "hA", "hB",
+      Run({{"TRIRACE_MODE", "schedule"}, {"TRIRACE_CHUNK_US", "2000"}, {"TRIRACE_NET_CLASS_PRIORITY", "off"}}, "hA",
+          "hB",
           {"TRIRACE_NIC_GBPS=10", "TRIRACE_NIC_GBPS=20", "TRIRACE_NIC_GBPS=30", "TRIRACE_NIC_GBPS=40"});
   ExpectAllCommsRight(ranks);
   static const std::regex kChunk(R"(hosts \[([^\]]*)\].*chunks of (\d+) bytes \(slowest NIC ([0-9.]+) Gbit/s\))");
@@ -124,6 +126,37 @@ TEST_F(PeerExchangeTest, RanksWithDifferentNicRatesAgreeOnTheChunkSize) {
     EXPECT_EQ(comms, 5) << "rank " << r << ": " << log;
   }
   EXPECT_EQ(world_chunks.size(), 4u * kRanks);
+}
+
+// Class priority travels in the records (PeerIdentity::class_priority):
+// where every rank marks classes on the wire the comms across the hosts are
+// not split; one rank without it keeps the split on every rank, so the
+// ranks' calls still match one for one (and every all-reduce is right).
+TEST_F(PeerExchangeTest, CollectivesAreWholeOnlyWhereEveryRankHasClassPriority) {
+  static const std::regex kChunk(R"(hosts \[hA hA hB hB\].*chunks of (\d+) bytes \(slowest NIC [0-9.]+ Gbit/s(;[^)]*)?\))");
+  const std::string split = std::to_string(2500000 / 4096 * 4096);
+  for (int without = -1; without < kRanks; without += 2) {
+    std::vector<std::string> per_rank(kRanks, "TRIRACE_NET_CLASS_PRIORITY=on");
+    if (without >= 0) per_rank[without] = "TRIRACE_NET_CLASS_PRIORITY=off";
+    const std::vector<ProcessResult> ranks =
+        Run({{"TRIRACE_MODE", "schedule"}, {"TRIRACE_CHUNK_US", "2000"}, {"TRIRACE_NIC_GBPS", "10"}}, "hA", "hB",
+            per_rank);
+    ExpectAllCommsRight(ranks);
+    for (int r = 0; r < kRanks; ++r) {
+      const std::string& log = ranks[r].err;
+      int world = 0;
+      for (std::sregex_iterator it(log.begin(), log.end(), kChunk), end; it != end; ++it, ++world) {
+        if (without < 0) {
+          EXPECT_EQ((*it)[1], "0") << "rank " << r << ": class priority everywhere: whole";
+          EXPECT_EQ((*it)[2], "; class priority on every rank");
+        } else {
+          EXPECT_EQ((*it)[1], split) << "rank " << r << ", rank " << without << " without class priority";
+          EXPECT_EQ((*it)[2], "");
+        }
+      }
+      EXPECT_GE(world, 1) << "rank " << r << ": " << log;
+    }
+  }
 }
 
 TEST_F(PeerExchangeTest, ATopologyFileGivesTheLinksAndABadOneFallsBackWithOneWarning) {

@@ -129,6 +129,17 @@ TEST(WireTimeTest, RanksWithDifferentLocalRatesPlanIdentically) {
   EXPECT_EQ(CommChunkBytes(12345, 2 * kMs, 65536, 2, kSlow), 12345u) << "TRIRACE_CHUNK_BYTES wins";
 }
 
+// Class priority on every rank's record leaves a comm across hosts whole;
+// a fixed size still wins, and a comm inside one host keeps its constant.
+TEST(WireTimeTest, EveryRankWithClassPriorityLeavesTheCollectiveWhole) {
+  EXPECT_EQ(CommChunkBytes(0, 2 * kMs, 65536, 2, kSlow, /*every_rank_class_priority=*/true), 0u);
+  EXPECT_GT(CommChunkBytes(0, 2 * kMs, 65536, 2, kSlow, false), 0u);
+  EXPECT_EQ(CommChunkBytes(12345, 2 * kMs, 65536, 2, kSlow, true), 12345u) << "TRIRACE_CHUNK_BYTES wins";
+  EXPECT_EQ(CommChunkBytes(0, 2 * kMs, 65536, 1, kSlow, true), kUnagreedChunkBytes) << "no NIC crossed";
+  EXPECT_FALSE(PlanChunks(NcclFunc::kAllReduce, 100'000'000, 4, CommChunkBytes(0, 2 * kMs, 65536, 2, kFast, true))
+                   .split());
+}
+
 // The hold bound: TRIRACE_MAX_HOLD_US until a period is known, then the
 // larger of it and TRIRACE_MAX_HOLD_FRACTION of the period.
 TEST(WireTimeTest, TheHoldBoundIsAShareOfTheIterationPeriod) {

@@ -27,7 +27,8 @@ std::array<uint8_t, kPeerIdentityBytes> Encode(const PeerIdentity& id) {
 }
 
 TEST(PeerIdentityTest, RoundTripsEveryField) {
-  const PeerIdentity id{.host = "node7", .gpu_pci = "0000:3b:00.0", .nic = "mlx5_3", .rail = 3, .nic_gbps = 400};
+  const PeerIdentity id{.host = "node7", .gpu_pci = "0000:3b:00.0", .nic = "mlx5_3", .rail = 3, .nic_gbps = 400,
+                        .class_priority = true};
   const auto buf = Encode(id);
   absl::StatusOr<PeerIdentity> back = DecodePeerIdentity(buf);
   ASSERT_TRUE(back.ok()) << back.status();
@@ -57,6 +58,9 @@ TEST(PeerIdentityTest, RejectsRecordsThatWereNeverWritten) {
   auto buf = Encode({.host = "n"});
   buf[4] = 9;  // version
   EXPECT_THAT(DecodePeerIdentity(buf).status().message(), HasSubstr("version 9"));
+  buf = Encode({.host = "n"});
+  buf[4] = 1;  // the version without flags, whose bus id field was longer
+  EXPECT_THAT(DecodePeerIdentity(buf).status().message(), HasSubstr("version 1"));
   buf = Encode({.host = "n"});
   std::fill(buf.begin() + 12, buf.begin() + 76, 'z');  // host without its NUL
   EXPECT_THAT(DecodePeerIdentity(buf).status().message(), HasSubstr("unterminated"));
