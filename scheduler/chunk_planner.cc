@@ -35,8 +35,8 @@ uint64_t CommChunkBytes(uint64_t fixed_bytes, int64_t chunk_ns, uint64_t min_byt
                         double slowest_nic_bytes_per_s, bool every_rank_class_priority) {
   if (fixed_bytes > 0) return fixed_bytes;
   if (chunk_ns <= 0) return 0;
+  if (hosts > 1 && every_rank_class_priority) return 0;  // the wire lets P2P pass DENSE
   if (hosts <= 1 || slowest_nic_bytes_per_s <= 0) return kUnagreedChunkBytes;
-  if (every_rank_class_priority) return 0;  // the wire lets P2P pass DENSE
   const double wire = static_cast<double>(chunk_ns) * slowest_nic_bytes_per_s / 1e9;
   const uint64_t bytes = std::max<uint64_t>(min_bytes, static_cast<uint64_t>(wire));
   return std::max<uint64_t>(kChunkGranuleBytes, bytes / kChunkGranuleBytes * kChunkGranuleBytes);

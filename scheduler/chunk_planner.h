@@ -77,10 +77,10 @@ struct ChunkPlan {
 inline constexpr uint64_t kUnagreedChunkBytes = 4ull << 20;
 
 // What the rule gives: `fixed_bytes` when non-zero; else 0 (never split)
-// when chunk_ns is 0; else kUnagreedChunkBytes when `hosts` <= 1 or no rate
-// is known (slowest_nic_bytes_per_s <= 0); else 0 when
-// every_rank_class_priority; else max(min_bytes, chunk_ns of wire time at
-// slowest_nic_bytes_per_s), rounded down to kChunkGranuleBytes.
+// when chunk_ns is 0, or when `hosts` > 1 and every_rank_class_priority;
+// else kUnagreedChunkBytes when `hosts` <= 1 or no rate is known
+// (slowest_nic_bytes_per_s <= 0); else max(min_bytes, chunk_ns of wire
+// time at slowest_nic_bytes_per_s), rounded down to kChunkGranuleBytes.
 uint64_t CommChunkBytes(uint64_t fixed_bytes, int64_t chunk_ns, uint64_t min_bytes, int hosts,
                         double slowest_nic_bytes_per_s, bool every_rank_class_priority = false);
 

@@ -23,7 +23,8 @@
 // A host key longer than 63 bytes is stored as its first 46 bytes, '#' and
 // 16 hex digits of a hash of the whole key, so two long keys that share a
 // prefix stay apart; the same key always encodes the same way. Longer GPU
-// bus ids or NIC names are truncated (real ones are 12 and <= 15 bytes).
+// bus ids or NIC names are truncated (normalised bus ids are 12 bytes, 13
+// with a 5-digit domain; interface names at most 15).
 // Flag bits this version does not know are ignored.
 //
 // Thread safety: stateless.

@@ -136,6 +136,7 @@ TEST(WireTimeTest, EveryRankWithClassPriorityLeavesTheCollectiveWhole) {
   EXPECT_GT(CommChunkBytes(0, 2 * kMs, 65536, 2, kSlow, false), 0u);
   EXPECT_EQ(CommChunkBytes(12345, 2 * kMs, 65536, 2, kSlow, true), 12345u) << "TRIRACE_CHUNK_BYTES wins";
   EXPECT_EQ(CommChunkBytes(0, 2 * kMs, 65536, 1, kSlow, true), kUnagreedChunkBytes) << "no NIC crossed";
+  EXPECT_EQ(CommChunkBytes(0, 2 * kMs, 65536, 2, 0, true), 0u) << "no rate needed to leave it whole";
   EXPECT_FALSE(PlanChunks(NcclFunc::kAllReduce, 100'000'000, 4, CommChunkBytes(0, 2 * kMs, 65536, 2, kFast, true))
                    .split());
 }
