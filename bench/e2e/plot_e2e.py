@@ -34,6 +34,8 @@ import re
 import statistics
 import sys
 
+from trace_events import read_trace_events
+
 CLASS_COLOURS = {"P2P": "#d62728", "DENSE": "#1f77b4", "SPARSE": "#2ca02c"}
 MODE_ORDER = ["none", "off", "fifo", "priority", "wire", "gate", "trirace"]
 
@@ -161,14 +163,7 @@ def wire_bytes(func, nbytes, members):
 
 def load_trace(path):
     """Returns (iteration begin instants {it: ts_us}, op slices, comm tracks)."""
-    with open(path) as f:
-        text = f.read()
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError:
-        # A process that died leaves the file without its closing part.
-        doc = json.loads(text.rstrip().rstrip(",") + "]}")
-    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    events = read_trace_events(path)
     begins, ops, tracks = {}, [], {}
     for e in events:
         if e.get("ph") == "M" and e.get("name") == "thread_name":

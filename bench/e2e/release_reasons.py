@@ -33,20 +33,15 @@ import statistics
 import sys
 import tempfile
 
+from trace_events import read_trace_events
+
 
 def load_ops(path):
     """The op slices of one trace; None when it cannot be read."""
     try:
-        with open(path) as f:
-            text = f.read()
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            # A rank that died leaves the file without its closing part.
-            data = json.loads(text.rstrip().rstrip(",") + "]}")
-    except (OSError, ValueError):
+        events = read_trace_events(path)
+    except (OSError, ValueError, KeyError):
         return None
-    events = data["traceEvents"] if isinstance(data, dict) else data
     return [e for e in events if e.get("ph") == "X" and e.get("cat") == "op"]
 
 
