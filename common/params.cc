@@ -197,4 +197,14 @@ bool NetClassPriorityEnabled() {
   return ParamChoice<ShimMode>() == ShimMode::kSchedule && ParamChoice<PolicyKind>() == PolicyKind::kTrirace;
 }
 
+bool FrontStageFirstEnabled() {
+  if (ParamChoice<ShimMode>() != ShimMode::kSchedule || !NetClassPriorityEnabled()) return false;
+  switch (ParamChoice<FrontStageFirstSetting>()) {
+    case FrontStageFirstSetting::kOn: return true;
+    case FrontStageFirstSetting::kOff: return false;
+    case FrontStageFirstSetting::kAuto: break;
+  }
+  return ParamChoice<PolicyKind>() == PolicyKind::kTrirace;
+}
+
 }  // namespace trirace

@@ -170,6 +170,11 @@ E ParamChoice() {
 // ([R10] in scheduler/trirace_policy.h).
 bool NetClassPriorityEnabled();
 
+// Whether rule [R14] (front stage first) is on: TRIRACE_FRONT_STAGE_FIRST
+// =on in schedule mode, or auto there with TRIRACE_POLICY=trirace; and
+// class priority on (NetClassPriorityEnabled()), whose marks it adjusts.
+bool FrontStageFirstEnabled();
+
 }  // namespace trirace
 
 #endif  // TRIRACE_COMMON_PARAMS_H_

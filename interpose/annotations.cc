@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "common/logging.h"
+#include "interpose/front_stage.h"
 #include "interpose/shim.h"
 
 namespace trirace::interpose {
@@ -77,6 +78,10 @@ int IterationEnd(int64_t iteration) {
 
 int SchedulerActive() { return Shim::Get().scheduling() ? 1 : 0; }
 
+// Called by the net plugin's threads at each send: no Shim::Get() (the
+// plugin may send while the shim starts or after it shut down).
+int DenseAheadOfHost() { return DenseAhead() ? 1 : 0; }
+
 thread_local int t_new_comm_role = TRIRACE_ROLE_UNKNOWN;
 
 int SetNewCommRole(int role, int* previous) {
@@ -100,6 +105,7 @@ const trirace_api_v1_t kApi = {
     .iteration_end = IterationEnd,
     .scheduler_active = SchedulerActive,
     .set_new_comm_role = SetNewCommRole,
+    .dense_ahead = DenseAheadOfHost,
 };
 
 int32_t Pick32(int32_t outer, int32_t inner) { return inner != TRIRACE_UNSET ? inner : outer; }

@@ -81,6 +81,8 @@ struct CommState {
   // (scheduler/chunk_planner.h CommChunkBytes); kChunkBytesUnset until then.
   static constexpr uint64_t kChunkBytesUnset = ~uint64_t{0};
   std::atomic<uint64_t> chunk_bytes{kChunkBytesUnset};
+  // Schedule mode: rule [R14] looked at this comm (front_stage.h).
+  std::atomic<bool> host_place_noted{false};
   // Notified when the peer exchange finished (published or failed).
   absl::Notification exchanged;
   OpStats stats;

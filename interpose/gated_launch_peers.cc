@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "common/params.h"
 #include "interpose/comm_state.h"
+#include "interpose/front_stage.h"
 #include "interpose/gated_launcher.h"
 #include "scheduler/chunk_planner.h"
 
@@ -28,6 +29,22 @@ topo::PeerIdentity GatedLauncher::LocalIdentity(const CommState& s) {
   topo::PeerIdentity me = links_->LocalIdentity(BusIdOf(dev_, s));
   me.class_priority = NetClassPriorityEnabled();
   return me;
+}
+
+void GatedLauncher::NoteHostPlace(CommState& state) {
+  if (state.host_place_noted.load(std::memory_order_relaxed)) return;
+  const CommPeers* p = state.peers.load(std::memory_order_acquire);
+  // Not yet: the exchange has not published, or the role is not known yet
+  // (an unannotated comm is inferred as pipeline after its first P2P ops).
+  if (p == nullptr || EffectiveRole(state, nullptr) != TRIRACE_ROLE_PIPELINE) return;
+  if (state.host_place_noted.exchange(true)) return;
+  const HostPlace place = PlaceOnHost(p->ranks, state.rank);
+  if (place == HostPlace::kAlone) return;  // nothing on its uplink to go ahead of
+  NoteDenseAhead(place);
+  TRIRACE_INFO(TOPO, "comm %d id %s (pipeline): rank %d holds %s stage of host %s; its process's DENSE goes %s on "
+               "the wire ([R14], TRIRACE_FRONT_STAGE_FIRST)", state.index, CommIdHex(state.id), state.rank,
+               place == HostPlace::kFront ? "the front" : "a later", p->ranks[state.rank].host,
+               place == HostPlace::kFront ? "ahead of the host's other DENSE (SPARSE's marks)" : "in DENSE's band");
 }
 
 void GatedLauncher::CommsReady(std::span<CommState* const> states) {

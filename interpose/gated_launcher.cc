@@ -117,6 +117,7 @@ absl::StatusOr<std::unique_ptr<GatedLauncher>> GatedLauncher::Create(const RealN
   l->chunk_float_reductions_ = ParamChoice<ChunkFloatReductions>() == ChunkFloatReductions::kOn;
   l->unagreed_chunk_bytes_ = sched::CommChunkBytes(l->chunk_fixed_bytes_, l->chunk_ns_, l->chunk_min_bytes_, 1, 0);
   std::string bad;
+  l->front_stage_first_ = FrontStageFirstEnabled();
   l->excluded_roles_ = ParseExcludedRoles(ParamString(ParamId::kExcludeRoles), &bad);
   if (!bad.empty()) {
     TRIRACE_WARN(INTERPOSE, "TRIRACE_EXCLUDE_ROLES=\"%s\": unknown role(s) %s ignored; accepted: data-parallel, "
@@ -245,6 +246,7 @@ void GatedLauncher::TicketDone(GateTicket* t) {
 }
 
 ncclResult_t GatedLauncher::Launch(const Op& op, OpRecording* rec) {
+  if (front_stage_first_ && op.state != nullptr && IsPointToPoint(op.func)) NoteHostPlace(*op.state);
   if (op.group != nullptr) return LaunchInGroup(op, rec);
   if (!CanGate(op)) {
     passthrough_.fetch_add(1, std::memory_order_relaxed);

@@ -177,6 +177,10 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   // This rank's record for comm `s`: its place (OpLinks) and whether it
   // marks classes on the wire.
   topo::PeerIdentity LocalIdentity(const CommState& s);
+  // Rule [R14] (front_stage.h): on a P2P op of a pipeline comm whose peers
+  // are known, decides once per comm whether this process's DENSE goes
+  // ahead of its host's other DENSE on the wire.
+  void NoteHostPlace(CommState& state);
   // Registers the ticket's task; a gated one not released at once is
   // watched. True when no gate is needed on the stream (ungated, or the
   // policy released it inside Submit).
@@ -208,6 +212,7 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   // The chunk size of ops on `state`.
   uint64_t ChunkBytesOf(const CommState* state) const;
   uint32_t excluded_roles_ = 0;
+  bool front_stage_first_ = false;  // FrontStageFirstEnabled()
   std::atomic<bool> failed_{false};
   std::atomic<bool> shut_down_{false};
 

@@ -6,7 +6,7 @@
 //
 // (CLI11 reads its own flags; those after `--` go to the example's parser.)
 // Prints one line: BOUND {"bound_ms":..,"compute_ms":..,"link_ms":..,
-// "busiest_link":"h0.tx","ideal_ms":..,"shared_ms":..,...}. Ranks are placed like testbed.sh places them
+// "busiest_link":"h0.tx","ideal_ms":..,"class_ms":..,"shared_ms":..,...}. Ranks are placed like testbed.sh places them
 // (rank = host * ranks_per_host + local), with the example's rank order.
 //
 // compute: per stage, the emulated compute of one iteration on its critical
@@ -26,11 +26,13 @@
 //   configurations).
 // bound = max(compute, link): no schedule can beat either.
 //
-// ideal / shared: the training loop itself simulated on ideal links
+// ideal / class / shared: the training loop itself simulated on ideal links
 // (examples/hybrid_parallel/simulate.h, the median iteration after the
-// warm-up): `ideal` with P2P and SPARSE ahead of DENSE on every link, what
-// the TriRace policy with class priority aims at; `shared` with every flow
-// sharing alike. They add what `bound` leaves out: the loop's dependencies
+// warm-up): `ideal` with P2P and SPARSE ahead of DENSE on every link and
+// the DENSE of each host's front pipeline stage at SPARSE's level (rule
+// [R14]), what the TriRace policy with class priority aims at; `class`
+// the same without [R14], what class priority alone aims at; `shared`
+// with every flow sharing alike. They add what `bound` leaves out: the loop's dependencies
 // (a stage waiting for its all-reduce, the pipeline's fill and drain). The
 // links carry testbed.sh's token bucket: --burst bytes (default as
 // testbed.sh picks it: 1 ms at the rate, at least 32768) at --line-gbps
@@ -134,9 +136,11 @@ int main(int argc, char** argv) {
       busiest = "h" + std::to_string(h) + ".rx";
     }
   }
-  hybrid::SimResult ideal, shared;
-  hybrid::SimOptions sim{per_host, gbps, hybrid::WireOrder::kClassPriority, burst, line_gbps};
-  const bool simulated = hybrid::SimulateTraining(c, sim, &ideal, &error);
+  hybrid::SimResult ideal, by_class, shared;
+  hybrid::SimOptions sim{per_host, gbps, hybrid::WireOrder::kFrontStageFirst, burst, line_gbps};
+  bool simulated = hybrid::SimulateTraining(c, sim, &ideal, &error);
+  sim.order = hybrid::WireOrder::kClassPriority;
+  simulated = simulated && hybrid::SimulateTraining(c, sim, &by_class, &error);
   sim.order = hybrid::WireOrder::kShared;
   if (!simulated || !hybrid::SimulateTraining(c, sim, &shared, &error)) {
     std::fprintf(stderr, "e2e_bound: simulation: %s\n", error.c_str());
@@ -147,6 +151,7 @@ int main(int argc, char** argv) {
                                         {"link_ms", Ms(link_us / 1e3)},
                                         {"busiest_link", busiest},
                                         {"ideal_ms", Ms(ideal.median_ms)},
+                                        {"class_ms", Ms(by_class.median_ms)},
                                         {"shared_ms", Ms(shared.median_ms)},
                                         {"hosts", hosts},
                                         {"ranks_per_host", per_host},

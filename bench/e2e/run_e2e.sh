@@ -395,7 +395,7 @@ for preset in "${rows[@]}"; do
 done
 echo "(spread = (max - min) / median over the repetitions; off/mode = median over repetitions of the" \
   "first mode's time / this mode's, run side by side; bound_ms = max(compute, busiest link's bytes / rate);" \
-  "ideal_ms = the training loop simulated on ideal links with P2P ahead of DENSE (e2e_bound);" \
+  "ideal_ms = the training loop simulated on ideal links with P2P ahead of DENSE and the front stages' DENSE ahead of the rest ([R14]; e2e_bound);" \
   "cpu% = the ranks' share of the machine's cores, host% = the whole machine's, medians)"
 if [ $trace = 1 ]; then
   echo "traces: $out/traces/<preset>/<mode>/trace.<rank>.json (open in ui.perfetto.dev)"

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "median.h"
+#include "model.h"
 #include "simulate_program.h"
 
 namespace hybrid {
@@ -24,12 +25,13 @@ using sim::Transfer;
 // as fluid flows over the hosts' links.
 class Engine {
  public:
-  Engine(Program program, int hosts, int ranks, int stamps, const SimOptions& o)
+  Engine(Program program, int hosts, int ranks, int stamps, const SimOptions& o, std::vector<bool> front)
       : ops_(std::move(program.ops)),
         transfers_(std::move(program.transfers)),
         streams_(std::move(program.streams)),
         heads_(streams_.size(), 0),
         order_(o.order),
+        front_(std::move(front)),
         rate_(o.gbps * 1e9 / 8 / 1e6),
         line_(std::max(o.line_gbps, o.gbps) * 1e9 / 8 / 1e6),
         burst_(std::max(o.burst_bytes, 0.0)),
@@ -115,12 +117,20 @@ class Engine {
     }
   }
 
+  // The class level a transfer is served at (0 first).
+  int LevelOf(const Transfer& tr) const {
+    if (tr.cls == Cls::kDense && order_ == WireOrder::kFrontStageFirst && front_[size_t(tr.src_rank)]) {
+      return int(Cls::kSparse);
+    }
+    return int(tr.cls);
+  }
+
   // Progressive filling per class level: every flow of a level gets the
   // fair share of its tightest link, then the next level takes what is left.
   void Allocate() {
     std::vector<double> left(size_t(2 * hosts_));  // [2h] = h.tx, [2h + 1] = h.rx
     for (size_t l = 0; l < left.size(); ++l) left[l] = at_line_[l] ? line_ : rate_;
-    const int levels = order_ == WireOrder::kClassPriority ? 3 : 1;
+    const int levels = order_ == WireOrder::kShared ? 1 : 3;
     for (int t : active_) transfers_[size_t(t)].rate = 0;
     // One connection (sender, receiver, class) moves its messages in the
     // order they were posted, as a TCP stream does: only its oldest active
@@ -134,7 +144,7 @@ class Engine {
     for (int level = 0; level < levels; ++level) {
       std::vector<int> open;
       for (int t : heads) {
-        if (levels == 1 || int(transfers_[size_t(t)].cls) == level) open.push_back(t);
+        if (levels == 1 || LevelOf(transfers_[size_t(t)]) == level) open.push_back(t);
       }
       while (!open.empty()) {
         std::vector<int> users(left.size(), 0);
@@ -238,6 +248,7 @@ class Engine {
   std::vector<std::vector<int>> streams_;
   std::vector<size_t> heads_;
   const WireOrder order_;
+  const std::vector<bool> front_;  // [rank]: holds its host's front stage
   // Token buckets as tc's tbf: a link sends at line_ while it holds
   // tokens (refilled at rate_, at most burst_), at rate_ once they are spent;
   // back to line_ when a frame's worth has refilled.
@@ -262,6 +273,24 @@ bool CheckPlacement(const Config& c, int ranks_per_host, std::string* error) {
   return true;
 }
 
+// [rank]: whether the rank holds its host's front stage of its pipeline
+// (its replica's ranks): the lowest stage among two or more on the host.
+std::vector<bool> FrontStages(const Config& c, int ranks_per_host) {
+  std::vector<bool> front(size_t(c.world_size()), false);
+  for (int r = 0; r < c.world_size(); ++r) {
+    const Place me = PlaceOf(c, r);
+    bool shared = false, lowest = true;
+    for (int o = 0; o < c.world_size(); ++o) {
+      const Place other = PlaceOf(c, o);
+      if (o == r || o / ranks_per_host != r / ranks_per_host || other.replica != me.replica) continue;
+      shared = true;
+      lowest = lowest && other.stage > me.stage;
+    }
+    front[size_t(r)] = shared && lowest;
+  }
+  return front;
+}
+
 }  // namespace
 
 bool SimulateTraining(const Config& c, const SimOptions& o, SimResult* result, std::string* error) {
@@ -272,7 +301,8 @@ bool SimulateTraining(const Config& c, const SimOptions& o, SimResult* result, s
   }
   Program program;
   if (!sim::BuildProgram(c, o.ranks_per_host, &program, error)) return false;
-  Engine engine(std::move(program), c.world_size() / o.ranks_per_host, c.world_size(), c.iterations + 1, o);
+  Engine engine(std::move(program), c.world_size() / o.ranks_per_host, c.world_size(), c.iterations + 1, o,
+                FrontStages(c, o.ranks_per_host));
   if (!engine.Run(error)) return false;
 
   result->iteration_ms.assign(size_t(c.iterations), 0);

@@ -22,13 +22,16 @@
 //     member to its successor carrying its ring bytes.
 // With WireOrder::kClassPriority the links serve P2P, then SPARSE, then
 // DENSE (strict priority, what TriRace's class priority aims at, with DENSE
-// filling every byte P2P leaves); with kShared all flows share alike (no
+// filling every byte P2P leaves); kFrontStageFirst adds TriRace's rule
+// [R14]: the DENSE of a rank that holds its host's front stage of its
+// pipeline (the lowest stage of its replica among two or more on the host)
+// is served at SPARSE's level; with kShared all flows share alike (no
 // classes; a fair stand-in for no scheduling, kinder than a host's shared
 // interface queue, where one connection's message waits behind another
 // connection's backlog).
 //
-// So `kClassPriority` is what TriRace's strategy can reach at best on this
-// loop: a measured trirace time near it has nothing left for the wire to
+// So `kFrontStageFirst` is what TriRace's strategy can reach at best on this
+// loop (`kClassPriority` what class priority alone can): a measured trirace time near it has nothing left for the wire to
 // win, and off / it is the most any such scheduler can show.
 //
 // Pure C++ (no NCCL). Thread-compatible.
@@ -43,8 +46,9 @@
 namespace hybrid {
 
 enum class WireOrder {
-  kClassPriority,  // P2P before SPARSE before DENSE on every link
-  kShared,         // one class: every flow shares alike
+  kClassPriority,    // P2P before SPARSE before DENSE on every link
+  kFrontStageFirst,  // the same, with the front stages' DENSE at SPARSE's level
+  kShared,           // one class: every flow shares alike
 };
 
 struct SimOptions {

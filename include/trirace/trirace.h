@@ -114,6 +114,7 @@ typedef struct trirace_api_v1 {
   int (*iteration_end)(int64_t iteration);
   int (*scheduler_active)(void); /* 1 when gated launch is on */
   int (*set_new_comm_role)(int role, int* previous);
+  int (*dense_ahead)(void); /* see trirace_dense_ahead() */
 } trirace_api_v1_t;
 
 /* Exported by libtrirace.so: the table for `version`, or NULL if that
@@ -207,6 +208,17 @@ static inline int trirace_api_version(void) {
 static inline int trirace_scheduler_active(void) {
   const trirace_api_v1_t* api = trirace_api();
   return TRIRACE_API_HAS(api, scheduler_active) ? api->scheduler_active() : 0;
+}
+
+/* 1 when this process's DENSE traffic should leave ahead of the other DENSE
+ * traffic on its NIC: the shim found that this rank holds the front-most
+ * pipeline stage among its host's ranks of a pipeline comm, whose weights
+ * the next step needs first (rule [R14], TRIRACE_FRONT_STAGE_FIRST). The
+ * TriRace net plugin asks at each send and marks such DENSE like SPARSE.
+ * 0 otherwise, or when no shim is loaded. Cheap (one atomic load). */
+static inline int trirace_dense_ahead(void) {
+  const trirace_api_v1_t* api = trirace_api();
+  return TRIRACE_API_HAS(api, dense_ahead) ? api->dense_ahead() : 0;
 }
 
 #ifdef __cplusplus

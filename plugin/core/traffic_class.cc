@@ -1,6 +1,7 @@
 #include "plugin/core/traffic_class.h"
 
 #include "plugin/abi/net_abi.h"
+#include "trirace/trirace.h"
 
 namespace trirace::net {
 namespace {
@@ -23,7 +24,8 @@ TrafficClass ClassForOpMask(uint32_t op) {
   return TrafficClass::kOther;
 }
 
-std::optional<ClassMarks> MarksForClass(TrafficClass cls) {
+std::optional<ClassMarks> MarksForClass(TrafficClass cls, bool dense_ahead) {
+  if (cls == TrafficClass::kDense && dense_ahead) cls = TrafficClass::kSparse;
   switch (cls) {
     case TrafficClass::kP2P: return ClassMarks{46 << 2, 6};   // EF, TC_PRIO_INTERACTIVE: band 0
     case TrafficClass::kSparse: return ClassMarks{0, 0};      // default, TC_PRIO_BESTEFFORT: band 1
@@ -32,5 +34,7 @@ std::optional<ClassMarks> MarksForClass(TrafficClass cls) {
   }
   return std::nullopt;
 }
+
+bool DenseAheadOfHost() { return trirace_dense_ahead() != 0; }
 
 }  // namespace trirace::net

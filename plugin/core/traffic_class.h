@@ -31,15 +31,21 @@ TrafficClass ClassForOpMask(uint32_t op);
 
 // The marks of a send of class `cls` (a ClassForOpMask() value):
 // P2P {TOS 0xb8 (DSCP EF), priority 6}, SPARSE {0, 0}, DENSE {0x20 (DSCP
-// CS1), 1}; nullopt for an unattributed (kOther) send (leave the sockets as they
-// are). Whether class priority is on: NetClassPriorityEnabled()
-// (common/params.h).
+// CS1), 1}, or SPARSE's with `dense_ahead` (rule [R14]: this process holds
+// its host's front pipeline stage, DenseAheadOfHost()); nullopt for an
+// unattributed (kOther) send (leave the sockets as they are). Whether class
+// priority is on: NetClassPriorityEnabled() (common/params.h).
 struct ClassMarks {
   int tos;
   int priority;
   bool operator==(const ClassMarks&) const = default;
 };
-std::optional<ClassMarks> MarksForClass(TrafficClass cls);
+std::optional<ClassMarks> MarksForClass(TrafficClass cls, bool dense_ahead = false);
+
+// Whether the TriRace shim in this process says its DENSE goes ahead of the
+// host's other DENSE (trirace_dense_ahead(), include/trirace/trirace.h);
+// false without the shim. One atomic load after the first call.
+bool DenseAheadOfHost();
 
 }  // namespace trirace::net
 

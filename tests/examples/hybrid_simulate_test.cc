@@ -122,6 +122,31 @@ TEST(HybridSimulate, ClassPriorityHelpsWhereDenseAndP2PShareALinkAndNowhereElse)
   }
 }
 
+// Rule [R14] in the ideal: with two stages of a replica per host, the front
+// stage's all-reduce served ahead of the other's gets the next step going
+// sooner; where no host holds two stages of one replica there is no front
+// stage and nothing changes.
+TEST(HybridSimulate, FrontStageFirstHelpsWhereStagesOfAReplicaShareAHostAndNowhereElse) {
+  std::string error;
+  for (const char* preset : {"megatron", "no-contention"}) {
+    Config c;
+    ASSERT_TRUE(ApplyPreset(preset, &c, &error)) << error;
+    c.iterations = 8;
+    c.warmup = 2;
+    SCOPED_TRACE(preset);
+    const double front = Simulate(c, 2, WireOrder::kFrontStageFirst).median_ms;
+    const double by_class = Simulate(c, 2, WireOrder::kClassPriority).median_ms;
+    if (std::string(preset) == "megatron") {
+      EXPECT_LT(front, by_class * 0.99);
+    } else {
+      EXPECT_NEAR(front, by_class, 1e-6);  // dp-inner: a host holds one stage of each replica
+    }
+    // One rank per host: no host holds two stages.
+    EXPECT_NEAR(Simulate(c, 1, WireOrder::kFrontStageFirst).median_ms,
+                Simulate(c, 1, WireOrder::kClassPriority).median_ms, 1e-6);
+  }
+}
+
 TEST(HybridSimulate, LinkBytesCountWhatCrossesBetweenHosts) {
   // An embedding stage and two dense stages, two replicas, one replica per
   // host (pp-inner): the pipeline's P2P stays inside a host and every

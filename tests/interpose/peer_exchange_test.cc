@@ -32,7 +32,7 @@ const std::vector<std::string> kUnset = {"LD_PRELOAD",          "TRIRACE_MODE", 
                                          "TRIRACE_DEBUG_SUBSYS", "NCCL_NET_PLUGIN",      "TRIRACE_POLICY",
                                          "TRIRACE_HOST_ID",      "TRIRACE_PEER_EXCHANGE", "TRIRACE_TOPO_FILE",
                                          "TRIRACE_NIC_GBPS",     "TRIRACE_CHUNK_US",     "TRIRACE_CHUNK_BYTES",
-                                         "TRIRACE_NET_CLASS_PRIORITY"};
+                                         "TRIRACE_NET_CLASS_PRIORITY", "TRIRACE_FRONT_STAGE_FIRST"};
 
 class PeerExchangeTest : public ::testing::Test {
  protected:
@@ -155,6 +155,39 @@ TEST_F(PeerExchangeTest, CollectivesAreWholeOnlyWhereEveryRankHasClassPriority) 
         }
       }
       EXPECT_GE(world, 1) << "rank " << r << ": " << log;
+    }
+  }
+}
+
+// Rule [R14] (interpose/front_stage.h): peer_ranks ends by using the world
+// comm as a pipeline; ranks 0 and 2 hold the front stage of hosts hA and hB,
+// so their DENSE goes ahead on the wire, with class priority on only.
+TEST_F(PeerExchangeTest, TheFrontStageOfEachHostSendsItsDenseAhead) {
+  struct Case {
+    std::vector<std::pair<std::string, std::string>> env;
+    bool rule_on;
+  };
+  const std::vector<Case> cases = {
+      {{{"TRIRACE_MODE", "schedule"}}, true},
+      {{{"TRIRACE_MODE", "schedule"}, {"TRIRACE_FRONT_STAGE_FIRST", "off"}}, false},
+      {{{"TRIRACE_MODE", "schedule"}, {"TRIRACE_NET_CLASS_PRIORITY", "off"}}, false},
+      {{{"TRIRACE_MODE", "schedule"}, {"TRIRACE_POLICY", "fifo"}}, false},
+      {{{"TRIRACE_MODE", "schedule"}, {"TRIRACE_POLICY", "fifo"}, {"TRIRACE_NET_CLASS_PRIORITY", "on"},
+        {"TRIRACE_FRONT_STAGE_FIRST", "on"}}, true},
+  };
+  for (const Case& c : cases) {
+    const std::vector<ProcessResult> ranks = Run(c.env);
+    ExpectAllCommsRight(ranks);
+    for (int r = 0; r < kRanks; ++r) {
+      const bool front = r % 2 == 0;  // ranks 0, 1 on hA; 2, 3 on hB
+      EXPECT_THAT(ranks[r].out, HasSubstr(c.rule_on && front ? "dense_ahead 1" : "dense_ahead 0"))
+          << "rank " << r << " with " << c.env.back().first << "=" << c.env.back().second;
+      if (c.rule_on) {
+        EXPECT_THAT(ranks[r].err, HasSubstr(front ? "holds the front stage of host" : "holds a later stage of host"))
+            << "rank " << r << ": " << ranks[r].err;
+      } else {
+        EXPECT_THAT(ranks[r].err, Not(HasSubstr("[R14]"))) << "rank " << r;
+      }
     }
   }
 }

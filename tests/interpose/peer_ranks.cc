@@ -3,7 +3,9 @@
 // from two threads, a comm initialised inside a group, a nonblocking comm —
 // and checks an all-reduce on each, for the shim's peer exchange tests
 // (tests/interpose/peer_exchange_test.cc). It prints "ok <name> <sum>" per
-// comm, or "bad ..." and exits non-zero.
+// comm, or "bad ..." and exits non-zero. Last, it declares the world comm a
+// pipeline comm, sends around it, and prints "dense_ahead <0|1>", the shim's
+// rule [R14] for this rank (trirace_dense_ahead()).
 //
 // usage: peer_ranks --lib <libnccl> --rank R --nranks N [--uid HEX]
 // Rank 0 without --uid prints "uid <hex>" first (see rank_launcher.h).
@@ -18,6 +20,7 @@
 
 #include "nccl.h"
 #include "nccl_adapter/unique_id_text.h"
+#include "trirace/trirace.h"
 
 namespace {
 
@@ -147,6 +150,23 @@ int main(int argc, char** argv) {
   }
   if (nb != ncclSuccess) return 10;
   ok &= Check("nonblocking", nonblocking);
+
+  // The world comm as a pipeline (rule [R14]): one value around the ring.
+  trirace_set_comm_role(world, TRIRACE_ROLE_PIPELINE);
+  {
+    cudaStream_t stream = nullptr;
+    if (g_stream_create(&stream) != ncclSuccess) return 11;
+    int32_t out = rank, in = -1;
+    NCCL(ncclGroupStart)();
+    NCCL(ncclSend)(&out, 1, ncclInt32, (rank + 1) % nranks, world, stream);
+    NCCL(ncclRecv)(&in, 1, ncclInt32, (rank + nranks - 1) % nranks, world, stream);
+    if (NCCL(ncclGroupEnd)() != ncclSuccess || g_stream_sync(stream) != ncclSuccess ||
+        in != (rank + nranks - 1) % nranks) {
+      std::printf("bad ring in=%d\n", in);
+      ok = false;
+    }
+  }
+  std::printf("dense_ahead %d\n", trirace_dense_ahead());
 
   for (ncclComm_t c : {nonblocking, grouped, concurrent[1], concurrent[0], half, world}) NCCL(ncclCommDestroy)(c);
   std::printf("done\n");

@@ -3,7 +3,9 @@
 // SPARSE 0, DENSE 1) and DSCP (EF, 0, CS1), so priority queues serve
 // pipeline traffic first;
 // when it is off, or the comm has an explicit trafficClass, they keep
-// theirs. Ranks are processes: rank 1 sends, rank 0 receives.
+// theirs. Where the shim says this process's DENSE goes ahead (rule [R14],
+// trirace_dense_ahead(); here a stand-in provider of the API), DENSE takes
+// SPARSE's marks. Ranks are processes: rank 1 sends, rank 0 receives.
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -16,6 +18,30 @@
 #include "gtest/gtest.h"
 #include "plugin/net_harness.h"
 #include "plugin/net_pair.h"
+#include "trirace/trirace.h"
+
+// A stand-in for the shim's annotation API with only dense_ahead: what the
+// plugin asks at each send. The ranks are forked after the test sets it.
+namespace {
+int g_dense_ahead = 0;
+int StandInDenseAhead() { return g_dense_ahead; }
+const trirace_api_v1_t kStandInApi = {
+    .size = sizeof(trirace_api_v1_t),
+    .version = TRIRACE_API_VERSION,
+    .push_tag = nullptr,
+    .pop_tag = nullptr,
+    .set_comm_role = nullptr,
+    .iteration_begin = nullptr,
+    .iteration_end = nullptr,
+    .scheduler_active = nullptr,
+    .set_new_comm_role = nullptr,
+    .dense_ahead = StandInDenseAhead,
+};
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) const trirace_api_v1_t* trirace_get_api(uint32_t version) {
+  return version == TRIRACE_API_VERSION ? &kStandInApi : nullptr;
+}
 
 namespace net_test {
 namespace {
@@ -156,6 +182,26 @@ TEST(NetPluginClassPriorityTest, AnExplicitTrafficClassWins) {
     EXPECT_EQ(Count(marks, 5, 184), 5);
     EXPECT_EQ(Count(marks, 6, 0xb8), 0) << "class priority overrode the comm's trafficClass";
   });
+}
+
+TEST(NetPluginClassPriorityTest, DenseOfTheFrontStageTakesSparsesMarks) {
+  // [R14]: the shim says this process holds its host's front stage.
+  g_dense_ahead = 1;
+  Env env = BaseEnv("cprio-ahead");
+  env.push_back({"TRIRACE_NET_CLASS_PRIORITY", "on"});
+  SendAndCheck(env, -1, TRIRACE_NCCL_FUNC_SEND, TRIRACE_NCCL_FUNC_ALLREDUCE, 64 << 10,
+               [](const std::vector<Marks>& marks) {
+                 EXPECT_EQ(Count(marks, 6, 0xb8), 0) << "the marks did not change from P2P's";
+                 EXPECT_EQ(Count(marks, 1, 0x20), 0) << "DENSE kept its own band";
+                 EXPECT_EQ(Count(marks, 0, 0), static_cast<int>(marks.size()));
+               });
+  // P2P stays first either way.
+  SendAndCheck(env, -1, TRIRACE_NCCL_FUNC_ALLREDUCE, TRIRACE_NCCL_FUNC_SEND, 64 << 10,
+               [](const std::vector<Marks>& marks) { EXPECT_EQ(Count(marks, 6, 0xb8), 5); });
+  // Without the shim's word, DENSE is DENSE.
+  g_dense_ahead = 0;
+  SendAndCheck(env, -1, TRIRACE_NCCL_FUNC_SEND, TRIRACE_NCCL_FUNC_ALLREDUCE, 64 << 10,
+               [](const std::vector<Marks>& marks) { EXPECT_EQ(Count(marks, 1, 0x20), 5); });
 }
 
 }  // namespace

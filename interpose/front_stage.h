@@ -1,0 +1,59 @@
+// Front stage first (rule [R14], TRIRACE_FRONT_STAGE_FIRST): which rank's
+// DENSE traffic leaves ahead of its host's other DENSE traffic on the wire.
+//
+// Why: with pipeline stages of one replica on one host (Megatron-LM's
+// placement with more than one stage per node), the host's uplink carries
+// each stage's data-parallel all-reduce at the same class. Under class
+// priority they share DENSE's band, so each gets about half the link and
+// all finish late together. The next step needs the front-most stage's
+// weights first (its first forward starts the pipeline; the stage behind
+// it starts one forward and one hop later), so that all-reduce should go
+// first: on a work-conserving link, it then ends about when it would alone
+// and the others end when they would have anyway. The wire cannot know
+// which stage is in front; the shim can, from the pipeline comm.
+//
+// How: a pipeline comm orders its ranks by stage (Megatron-LM's and
+// PyTorch's pipeline groups do), and its peer exchange (peer_exchange.h)
+// tells which ranks share an uplink (one host, and one NIC where both
+// ranks know theirs: ranks on different rails do not compete). The rank
+// with the lowest comm rank among those is the front stage there: its DENSE is marked like SPARSE (socket
+// priority 0, DSCP 0), one band ahead of DENSE, still behind P2P. Marks
+// change no byte and no order inside NCCL, only which packet a priority
+// queue sends first, so ranks may decide differently without harm.
+//
+// Thread safety: PlaceOnHost is pure. The process-wide answer is an atomic,
+// set by the launcher and read by the net plugin's threads through
+// trirace_dense_ahead().
+#ifndef TRIRACE_INTERPOSE_FRONT_STAGE_H_
+#define TRIRACE_INTERPOSE_FRONT_STAGE_H_
+
+#include <span>
+
+#include "absl/strings/string_view.h"
+#include "topology/peer_identity.h"
+
+namespace trirace::interpose {
+
+enum class HostPlace {
+  kAlone,   // no other rank of the comm on its uplink (or `rank` out of range)
+  kFront,   // the lowest comm rank among two or more on its uplink
+  kBehind,  // another rank of the comm on its uplink has a lower comm rank
+};
+absl::string_view HostPlaceName(HostPlace place);  // "alone", "front", "behind"
+
+// Where comm rank `rank` stands among the ranks of `ranks` (by comm rank)
+// that share its uplink.
+HostPlace PlaceOnHost(std::span<const topo::PeerIdentity> ranks, int rank);
+
+// The process-wide answer of trirace_dense_ahead(). The launcher notes the
+// place of each pipeline comm (GatedLauncher, at the comm's first P2P op
+// after its exchange); DenseAhead() is true once a comm found this rank in
+// front and none found it behind (a process in several pipelines, as with
+// interleaved stages, goes ahead only where it leads them all).
+void NoteDenseAhead(HostPlace place);
+bool DenseAhead();
+void ResetDenseAheadForTest();
+
+}  // namespace trirace::interpose
+
+#endif  // TRIRACE_INTERPOSE_FRONT_STAGE_H_
