@@ -5,8 +5,12 @@
 namespace trirace::interpose {
 namespace {
 
-// 0: nothing noted, 1: front on every pipeline comm noted, 2: behind on one.
-std::atomic<int> g_place{0};
+enum ProcessPlace : int {
+  kNothingNoted = 0,
+  kFrontOnEvery = 1,  // front on every pipeline comm noted so far
+  kBehindOnOne = 2,   // behind on at least one: final
+};
+std::atomic<int> g_place{kNothingNoted};
 
 // Whether two ranks send through one uplink: the same host, and the same
 // NIC where both know theirs (ranks on different rails do not compete).
@@ -38,13 +42,13 @@ HostPlace PlaceOnHost(std::span<const topo::PeerIdentity> ranks, int rank) {
 
 void NoteDenseAhead(HostPlace place) {
   if (place == HostPlace::kBehind) {
-    g_place.store(2, std::memory_order_relaxed);
+    g_place.store(kBehindOnOne, std::memory_order_relaxed);
   } else if (place == HostPlace::kFront) {
-    int nothing = 0;
-    g_place.compare_exchange_strong(nothing, 1, std::memory_order_relaxed);
+    int nothing = kNothingNoted;
+    g_place.compare_exchange_strong(nothing, kFrontOnEvery, std::memory_order_relaxed);
   }
 }
-bool DenseAhead() { return g_place.load(std::memory_order_relaxed) == 1; }
-void ResetDenseAheadForTest() { g_place.store(0, std::memory_order_relaxed); }
+bool DenseAhead() { return g_place.load(std::memory_order_relaxed) == kFrontOnEvery; }
+void ResetDenseAheadForTest() { g_place.store(kNothingNoted, std::memory_order_relaxed); }
 
 }  // namespace trirace::interpose

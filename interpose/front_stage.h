@@ -16,8 +16,12 @@
 // PyTorch's pipeline groups do), and its peer exchange (peer_exchange.h)
 // tells which ranks share an uplink (one host, and one NIC where both
 // ranks know theirs: ranks on different rails do not compete). The rank
-// with the lowest comm rank among those is the front stage there: its DENSE is marked like SPARSE (socket
-// priority 0, DSCP 0), one band ahead of DENSE, still behind P2P. Marks
+// with the lowest comm rank among those is the front stage there: its
+// DENSE is marked like SPARSE (socket priority 0, DSCP 0), one band ahead
+// of DENSE, still behind P2P. A comm counts as a pipeline when annotated
+// so, or when inferred so (only send/recv so far) and spanning two or more
+// hosts: an all-to-all made of grouped sends inside one host looks the
+// same. Marks
 // change no byte and no order inside NCCL, only which packet a priority
 // queue sends first, so ranks may decide differently without harm.
 //

@@ -34,17 +34,27 @@ topo::PeerIdentity GatedLauncher::LocalIdentity(const CommState& s) {
 void GatedLauncher::NoteHostPlace(CommState& state) {
   if (state.host_place_noted.load(std::memory_order_relaxed)) return;
   const CommPeers* p = state.peers.load(std::memory_order_acquire);
-  // Not yet: the exchange has not published, or the role is not known yet
-  // (an unannotated comm is inferred as pipeline after its first P2P ops).
-  if (p == nullptr || EffectiveRole(state, nullptr) != TRIRACE_ROLE_PIPELINE) return;
+  bool annotated = false;
+  const int role = EffectiveRole(state, &annotated);
+  // Never a decision for this comm: no records (exchange off or failed), or
+  // declared something other than a pipeline.
+  if ((p == nullptr && state.exchanged.HasBeenNotified()) || (annotated && role != TRIRACE_ROLE_PIPELINE)) {
+    state.host_place_noted.store(true, std::memory_order_relaxed);
+    return;
+  }
+  // Not yet: no records, or no pipeline role. An inferred role (only
+  // send/recv so far) is trusted only across hosts: an all-to-all made of
+  // grouped sends inside one host looks the same.
+  if (p == nullptr || role != TRIRACE_ROLE_PIPELINE || (!annotated && p->hosts < 2)) return;
   if (state.host_place_noted.exchange(true)) return;
   const HostPlace place = PlaceOnHost(p->ranks, state.rank);
   if (place == HostPlace::kAlone) return;  // nothing on its uplink to go ahead of
   NoteDenseAhead(place);
-  TRIRACE_INFO(TOPO, "comm %d id %s (pipeline): rank %d holds %s stage of host %s; its process's DENSE goes %s on "
-               "the wire ([R14], TRIRACE_FRONT_STAGE_FIRST)", state.index, CommIdHex(state.id), state.rank,
-               place == HostPlace::kFront ? "the front" : "a later", p->ranks[state.rank].host,
-               place == HostPlace::kFront ? "ahead of the host's other DENSE (SPARSE's marks)" : "in DENSE's band");
+  TRIRACE_INFO(TOPO, "comm %d id %s (pipeline%s): rank %d holds %s stage of host %s; this process's DENSE now goes "
+               "%s on the wire ([R14], TRIRACE_FRONT_STAGE_FIRST)", state.index, CommIdHex(state.id),
+               annotated ? "" : ", inferred", state.rank, place == HostPlace::kFront ? "the front" : "a later",
+               p->ranks[state.rank].host,
+               DenseAhead() ? "ahead of the host's other DENSE (SPARSE's marks)" : "in DENSE's band");
 }
 
 void GatedLauncher::CommsReady(std::span<CommState* const> states) {

@@ -116,8 +116,8 @@ absl::StatusOr<std::unique_ptr<GatedLauncher>> GatedLauncher::Create(const RealN
   l->chunk_min_bytes_ = static_cast<uint64_t>(ParamInt(ParamId::kChunkMinBytes));
   l->chunk_float_reductions_ = ParamChoice<ChunkFloatReductions>() == ChunkFloatReductions::kOn;
   l->unagreed_chunk_bytes_ = sched::CommChunkBytes(l->chunk_fixed_bytes_, l->chunk_ns_, l->chunk_min_bytes_, 1, 0);
-  std::string bad;
   l->front_stage_first_ = FrontStageFirstEnabled();
+  std::string bad;
   l->excluded_roles_ = ParseExcludedRoles(ParamString(ParamId::kExcludeRoles), &bad);
   if (!bad.empty()) {
     TRIRACE_WARN(INTERPOSE, "TRIRACE_EXCLUDE_ROLES=\"%s\": unknown role(s) %s ignored; accepted: data-parallel, "

@@ -178,8 +178,8 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   // marks classes on the wire.
   topo::PeerIdentity LocalIdentity(const CommState& s);
   // Rule [R14] (front_stage.h): on a P2P op of a pipeline comm whose peers
-  // are known, decides once per comm whether this process's DENSE goes
-  // ahead of its host's other DENSE on the wire.
+  // are known (annotated, or inferred and spanning hosts), notes once per
+  // comm where this rank stands on its uplink.
   void NoteHostPlace(CommState& state);
   // Registers the ticket's task; a gated one not released at once is
   // watched. True when no gate is needed on the stream (ungated, or the

@@ -144,8 +144,8 @@ absl::Status NetCore::DeregMr(void* comm, void* mhandle) {
 }
 
 void NetCore::ApplyClassPriority(Comm& comm, TrafficClass cls) {
-  // Only a send comm's data is DENSE; a receive comm keeps P2P's marks.
-  const bool ahead = comm.kind == Kind::kSend && cls == TrafficClass::kDense && DenseAheadOfHost();
+  // Asked only for DENSE (receive comms come here with P2P's class).
+  const bool ahead = cls == TrafficClass::kDense && DenseAheadOfHost();
   const std::optional<ClassMarks> marks = MarksForClass(cls, ahead);
   if (!marks || marks == comm.class_marks) return;
   absl::Status st = comm.kind == Kind::kSend

@@ -56,6 +56,7 @@ class ApiV1(ctypes.Structure):
         ("iteration_end", _ITERATION),
         ("scheduler_active", _ACTIVE),
         ("set_new_comm_role", _NEW_COMM_ROLE),
+        ("dense_ahead", _ACTIVE),
     ]
 
 

@@ -7,6 +7,7 @@
 
 int main(void) {
   printf("client: version=%d active=%d\n", trirace_api_version(), trirace_scheduler_active());
+  printf("client: dense_ahead=%d\n", trirace_dense_ahead());
   printf("client: begin=%d\n", trirace_iteration_begin(7));
   trirace_tag_t outer = TRIRACE_TAG_INIT;
   outer.layer = 3;

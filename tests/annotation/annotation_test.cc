@@ -15,6 +15,7 @@ TEST(AnnotationApiTest, WithoutAProviderEveryCallIsANoOp) {
   auto r = RunProcess({ANNOTATION_CLIENT}, {}, {"LD_PRELOAD"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("client: version=0 active=0"));
+  EXPECT_THAT(r.out, HasSubstr("client: dense_ahead=0"));
   EXPECT_THAT(r.out, HasSubstr("client: push=1"));  // TRIRACE_NOT_LOADED
   EXPECT_THAT(r.out, HasSubstr("client: pop=1"));
   EXPECT_THAT(r.out, HasSubstr("client: role=1"));
@@ -30,8 +31,10 @@ TEST(AnnotationApiTest, WithAProviderPreloadedItSeesTheTagsPushed) {
   EXPECT_THAT(r.out, HasSubstr("provider: push layer=3 stage=1 mb=-1 phase=1 iter=7 class=3 prio=-1 depth=1"));
   EXPECT_THAT(r.out, HasSubstr("provider: push layer=-1 stage=-1 mb=2 phase=-1 iter=-1 class=-1 prio=5 depth=2"));
   EXPECT_THAT(r.out, HasSubstr("provider: role comm=0x1234 role=2"));
-  // The provider's table is too short for set_new_comm_role: not loaded, no call.
+  // The provider's table is too short for set_new_comm_role and
+  // dense_ahead: not loaded, no call.
   EXPECT_THAT(r.out, HasSubstr("client: new_comm_role=1"));
+  EXPECT_THAT(r.out, HasSubstr("client: dense_ahead=0"));
   EXPECT_THAT(r.out, HasSubstr("provider: pop depth=0"));
   // The third pop is unbalanced: reported, not fatal.
   EXPECT_THAT(r.out, HasSubstr("provider: unbalanced pop\nclient: pop=3"));

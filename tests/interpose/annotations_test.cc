@@ -20,6 +20,9 @@ TEST(AnnotationsTest, TheTableIsComplete) {
   EXPECT_NE(api.iteration_begin, nullptr);
   EXPECT_NE(api.iteration_end, nullptr);
   EXPECT_NE(api.scheduler_active, nullptr);
+  EXPECT_NE(api.set_new_comm_role, nullptr);
+  ASSERT_NE(api.dense_ahead, nullptr);
+  EXPECT_EQ(api.dense_ahead(), 0) << "no pipeline comm noted: DENSE is DENSE";
 }
 
 TEST(AnnotationsTest, InnerTagsInheritUnsetFieldsAndPopRestores) {

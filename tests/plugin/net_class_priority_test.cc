@@ -186,6 +186,9 @@ TEST(NetPluginClassPriorityTest, AnExplicitTrafficClassWins) {
 
 TEST(NetPluginClassPriorityTest, DenseOfTheFrontStageTakesSparsesMarks) {
   // [R14]: the shim says this process holds its host's front stage.
+  struct Reset {
+    ~Reset() { g_dense_ahead = 0; }
+  } reset;  // later tests see no shim's word, however this one ends
   g_dense_ahead = 1;
   Env env = BaseEnv("cprio-ahead");
   env.push_back({"TRIRACE_NET_CLASS_PRIORITY", "on"});
