@@ -198,7 +198,7 @@ bool NetClassPriorityEnabled() {
 }
 
 bool FrontStageFirstEnabled() {
-  if (ParamChoice<ShimMode>() != ShimMode::kSchedule || !NetClassPriorityEnabled()) return false;
+  if (ParamChoice<ShimMode>() != ShimMode::kSchedule) return false;
   switch (ParamChoice<FrontStageFirstSetting>()) {
     case FrontStageFirstSetting::kOn: return true;
     case FrontStageFirstSetting::kOff: return false;

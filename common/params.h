@@ -171,8 +171,9 @@ E ParamChoice() {
 bool NetClassPriorityEnabled();
 
 // Whether rule [R14] (front stage first) is on: TRIRACE_FRONT_STAGE_FIRST
-// =on in schedule mode, or auto there with TRIRACE_POLICY=trirace; and
-// class priority on (NetClassPriorityEnabled()), whose marks it adjusts.
+// =on in schedule mode, or auto there with TRIRACE_POLICY=trirace. With
+// class priority on the wire (NetClassPriorityEnabled()) it acts through
+// the plugin's marks, without it through the trirace policy's gating.
 bool FrontStageFirstEnabled();
 
 }  // namespace trirace

@@ -49,6 +49,7 @@ void NoteDenseAhead(HostPlace place) {
   }
 }
 bool DenseAhead() { return g_place.load(std::memory_order_relaxed) == kFrontOnEvery; }
+bool DenseBehind() { return g_place.load(std::memory_order_relaxed) == kBehindOnOne; }
 void ResetDenseAheadForTest() { g_place.store(kNothingNoted, std::memory_order_relaxed); }
 
 }  // namespace trirace::interpose

@@ -56,6 +56,12 @@ HostPlace PlaceOnHost(std::span<const topo::PeerIdentity> ranks, int rank);
 // interleaved stages, goes ahead only where it leads them all).
 void NoteDenseAhead(HostPlace place);
 bool DenseAhead();
+// True once a pipeline comm found this rank behind another on its uplink:
+// without class priority on the wire, the plugin occupancy reader then
+// counts the other processes' DENSE in flight on the NIC as higher-class
+// activity for the trirace policy ([R13]'s gauge), so this DENSE yields to
+// the front stage's by gating instead of by marks.
+bool DenseBehind();
 void ResetDenseAheadForTest();
 
 }  // namespace trirace::interpose

@@ -9,15 +9,19 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "interpose/front_stage.h"
 #include "trirace/occupancy.h"
 #include "trirace/trirace.h"
 
 namespace trirace::interpose {
 namespace {
 
-// Send bytes in flight as P2P or SPARSE: the classes DENSE yields to.
-uint64_t UrgentSendInflight(const trirace_occ_counters_t* cls) {
-  return cls[TRIRACE_CLASS_P2P].send_inflight_bytes + cls[TRIRACE_CLASS_SPARSE].send_inflight_bytes;
+// Send bytes in flight as P2P or SPARSE: the classes DENSE yields to; and
+// as DENSE where this process's DENSE yields to the host's front stage's
+// (rule [R14] without class priority on the wire, front_stage.h).
+uint64_t UrgentSendInflight(const trirace_occ_counters_t* cls, bool dense_too) {
+  return cls[TRIRACE_CLASS_P2P].send_inflight_bytes + cls[TRIRACE_CLASS_SPARSE].send_inflight_bytes +
+         (dense_too ? cls[TRIRACE_CLASS_DENSE].send_inflight_bytes : 0);
 }
 
 class PluginOccupancyReader final : public OccupancyReader {
@@ -48,19 +52,20 @@ class PluginOccupancyReader final : public OccupancyReader {
     // Without a slot of its own this process's traffic does not go through
     // the plugin: its share is unknown, not zero.
     const bool have_own = own_->num_procs > 0;
+    const bool behind = DenseBehind();
     for (uint32_t k = 0; k < all_->num_nics; ++k) {
       const trirace_occ_nic_summary_t& nic = all_->nics[k];
       DeviceCounters c{.device = std::string(nic.name, strnlen(nic.name, sizeof nic.name)),
                               .tx_bytes = nic.total.send_completed_bytes,
                               .rx_bytes = nic.total.recv_completed_bytes,
                               .has_ours = have_own};
-      uint64_t urgent = UrgentSendInflight(nic.cls);
+      uint64_t urgent = UrgentSendInflight(nic.cls, behind);
       for (uint32_t j = 0; have_own && j < own_->num_nics; ++j) {
         if (std::strncmp(own_->nics[j].name, nic.name, sizeof nic.name) != 0) continue;
         c.ours_tx_bytes = own_->nics[j].total.send_completed_bytes;
         c.ours_rx_bytes = own_->nics[j].total.recv_completed_bytes;
         // Both from the same slot copies, so ours is part of the total.
-        urgent -= std::min(urgent, UrgentSendInflight(own_->nics[j].cls));
+        urgent -= std::min(urgent, UrgentSendInflight(own_->nics[j].cls, behind));
       }
       // Without a slot of our own, none of our traffic is in the segment:
       // the whole gauge is the others'.

@@ -72,6 +72,10 @@
 //        process's own P2P/SPARSE does: an embedding rank's all-to-all
 //        limits the DENSE of a pipeline rank that shares its NIC to the
 //        credit. Not under [R10] (the wire orders the classes itself).
+//        The gauge also carries the other processes' DENSE where this
+//        process holds a later pipeline stage of its host than another
+//        ([R14], interpose/front_stage.h), so DENSE yields to the front
+//        stage's on a link without traffic classes.
 //
 // Thread safety: see policy.h.
 #ifndef TRIRACE_SCHEDULER_TRIRACE_POLICY_H_

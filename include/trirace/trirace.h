@@ -214,7 +214,8 @@ static inline int trirace_scheduler_active(void) {
  * traffic on its NIC: the shim found that this rank holds the front-most
  * pipeline stage among its host's ranks of a pipeline comm, whose weights
  * the next step needs first (rule [R14], TRIRACE_FRONT_STAGE_FIRST). The
- * TriRace net plugin asks at each send and marks such DENSE like SPARSE.
+ * TriRace net plugin asks at each send and, with class priority on the
+ * wire, marks such DENSE like SPARSE.
  * 0 otherwise, or when no shim is loaded. Cheap (one atomic load). */
 static inline int trirace_dense_ahead(void) {
   const trirace_api_v1_t* api = trirace_api();

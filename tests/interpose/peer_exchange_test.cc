@@ -161,19 +161,20 @@ TEST_F(PeerExchangeTest, CollectivesAreWholeOnlyWhereEveryRankHasClassPriority) 
 
 // Rule [R14] (interpose/front_stage.h): peer_ranks ends by using the world
 // comm as a pipeline; ranks 0 and 2 hold the front stage of hosts hA and hB,
-// so their DENSE goes ahead on the wire, with class priority on only.
+// so their DENSE goes ahead (by marks with class priority on the wire, by
+// the later stages' gating without).
 TEST_F(PeerExchangeTest, TheFrontStageOfEachHostSendsItsDenseAhead) {
   struct Case {
     std::vector<std::pair<std::string, std::string>> env;
     bool rule_on;
+    bool marks;  // class priority on the wire
   };
   const std::vector<Case> cases = {
-      {{{"TRIRACE_MODE", "schedule"}}, true},
-      {{{"TRIRACE_MODE", "schedule"}, {"TRIRACE_FRONT_STAGE_FIRST", "off"}}, false},
-      {{{"TRIRACE_MODE", "schedule"}, {"TRIRACE_NET_CLASS_PRIORITY", "off"}}, false},
-      {{{"TRIRACE_MODE", "schedule"}, {"TRIRACE_POLICY", "fifo"}}, false},
-      {{{"TRIRACE_MODE", "schedule"}, {"TRIRACE_POLICY", "fifo"}, {"TRIRACE_NET_CLASS_PRIORITY", "on"},
-        {"TRIRACE_FRONT_STAGE_FIRST", "on"}}, true},
+      {{{"TRIRACE_MODE", "schedule"}}, true, true},
+      {{{"TRIRACE_MODE", "schedule"}, {"TRIRACE_FRONT_STAGE_FIRST", "off"}}, false, true},
+      {{{"TRIRACE_MODE", "schedule"}, {"TRIRACE_NET_CLASS_PRIORITY", "off"}}, true, false},
+      {{{"TRIRACE_MODE", "schedule"}, {"TRIRACE_POLICY", "fifo"}}, false, false},
+      {{{"TRIRACE_MODE", "schedule"}, {"TRIRACE_POLICY", "fifo"}, {"TRIRACE_FRONT_STAGE_FIRST", "on"}}, true, false},
   };
   for (const Case& c : cases) {
     const std::vector<ProcessResult> ranks = Run(c.env);
@@ -185,6 +186,9 @@ TEST_F(PeerExchangeTest, TheFrontStageOfEachHostSendsItsDenseAhead) {
       if (c.rule_on) {
         EXPECT_THAT(ranks[r].err, HasSubstr(front ? "holds the front stage of host" : "holds a later stage of host"))
             << "rank " << r << ": " << ranks[r].err;
+        EXPECT_THAT(ranks[r].err, HasSubstr(front ? (c.marks ? "(SPARSE's marks)" : "the host's later stages yield")
+                                                  : (c.marks ? "stays in DENSE's band" : "yields to the other")))
+            << "rank " << r;
       } else {
         EXPECT_THAT(ranks[r].err, Not(HasSubstr("[R14]"))) << "rank " << r;
       }

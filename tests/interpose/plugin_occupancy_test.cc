@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "interpose/front_stage.h"
 #include "plugin/occupancy/publisher.h"
 #include "plugin/occupancy/segment.h"
 #include "trirace/occupancy.h"
@@ -135,6 +136,14 @@ TEST(PluginOccupancyTest, OtherProcessesUrgentSendsInFlightExcludeOursAndDense) 
   const OccupancySnapshot& snap = *read;
   ASSERT_EQ(snap.devices.size(), 1u);
   EXPECT_EQ(snap.devices[0].others_urgent_send_bytes, 4096) << "the other process's SPARSE, not its DENSE nor our P2P";
+  // [R14] without class priority on the wire: a process behind its host's
+  // front stage yields to the other processes' DENSE as well.
+  NoteDenseAhead(HostPlace::kBehind);
+  auto behind = (*reader)->Read();
+  ResetDenseAheadForTest();
+  ASSERT_TRUE(behind.ok()) << behind.status();
+  ASSERT_EQ(behind->devices.size(), 1u);
+  EXPECT_EQ(behind->devices[0].others_urgent_send_bytes, 4096 + 9999) << "the other process's SPARSE and DENSE";
   pub.Stop();
 }
 
