@@ -198,13 +198,15 @@ bool NetClassPriorityEnabled() {
 }
 
 bool FrontStageFirstEnabled() {
-  if (ParamChoice<ShimMode>() != ShimMode::kSchedule) return false;
+  // Marks need class priority; gating without it needs the trirace policy.
+  const bool trirace = ParamChoice<PolicyKind>() == PolicyKind::kTrirace;
+  if (ParamChoice<ShimMode>() != ShimMode::kSchedule || (!NetClassPriorityEnabled() && !trirace)) return false;
   switch (ParamChoice<FrontStageFirstSetting>()) {
     case FrontStageFirstSetting::kOn: return true;
     case FrontStageFirstSetting::kOff: return false;
     case FrontStageFirstSetting::kAuto: break;
   }
-  return ParamChoice<PolicyKind>() == PolicyKind::kTrirace;
+  return trirace;
 }
 
 }  // namespace trirace

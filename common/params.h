@@ -173,7 +173,8 @@ bool NetClassPriorityEnabled();
 // Whether rule [R14] (front stage first) is on: TRIRACE_FRONT_STAGE_FIRST
 // =on in schedule mode, or auto there with TRIRACE_POLICY=trirace. With
 // class priority on the wire (NetClassPriorityEnabled()) it acts through
-// the plugin's marks, without it through the trirace policy's gating.
+// the plugin's marks, without it through the trirace policy's gating, so
+// it is off without class priority under another policy.
 bool FrontStageFirstEnabled();
 
 }  // namespace trirace

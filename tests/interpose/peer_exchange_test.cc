@@ -174,7 +174,9 @@ TEST_F(PeerExchangeTest, TheFrontStageOfEachHostSendsItsDenseAhead) {
       {{{"TRIRACE_MODE", "schedule"}, {"TRIRACE_FRONT_STAGE_FIRST", "off"}}, false, true},
       {{{"TRIRACE_MODE", "schedule"}, {"TRIRACE_NET_CLASS_PRIORITY", "off"}}, true, false},
       {{{"TRIRACE_MODE", "schedule"}, {"TRIRACE_POLICY", "fifo"}}, false, false},
-      {{{"TRIRACE_MODE", "schedule"}, {"TRIRACE_POLICY", "fifo"}, {"TRIRACE_FRONT_STAGE_FIRST", "on"}}, true, false},
+      {{{"TRIRACE_MODE", "schedule"}, {"TRIRACE_POLICY", "fifo"}, {"TRIRACE_FRONT_STAGE_FIRST", "on"}}, false, false},
+      {{{"TRIRACE_MODE", "schedule"}, {"TRIRACE_POLICY", "fifo"}, {"TRIRACE_FRONT_STAGE_FIRST", "on"},
+        {"TRIRACE_NET_CLASS_PRIORITY", "on"}}, true, true},
   };
   for (const Case& c : cases) {
     const std::vector<ProcessResult> ranks = Run(c.env);

@@ -107,12 +107,13 @@ TEST(PluginOccupancyTest, ReportsTheJobsTrafficAndThisProcesssShare) {
   pub.Stop();
 }
 
-TEST(PluginOccupancyTest, OtherProcessesUrgentSendsInFlightExcludeOursAndDense) {
+TEST(PluginOccupancyTest, OtherProcessesUrgentSendsInFlightExcludeOursAndDenseUnlessBehind) {
   const std::string job = "sched-urgent-" + std::to_string(getpid());
   SegmentGuard seg(occupancy::SegmentName(job));
   occupancy::OccupancyPublisher pub;
   StartWithP2PSent(&pub, seg.name(), 1000);
-  pub.SendPosted(0, TRIRACE_CLASS_P2P, 700);  // ours, in flight: not the others'
+  pub.SendPosted(0, TRIRACE_CLASS_P2P, 700);    // ours, in flight: not the others'
+  pub.SendPosted(0, TRIRACE_CLASS_DENSE, 300);  // ours too, whatever the place
   WriteForeignSlot(seg.name(), TRIRACE_OCC_MAX_PROCS - 1, getppid(), "eth7", 5000, /*finish=*/true,
                    /*sparse_inflight=*/4096, /*dense_inflight=*/9999);
   // Wait (through the C reader) until the publisher has copied our 700 in flight.
@@ -124,7 +125,8 @@ TEST(PluginOccupancyTest, OtherProcessesUrgentSendsInFlightExcludeOursAndDense) 
   bool published = false;
   while (!published && std::chrono::steady_clock::now() < deadline) {
     published = trirace_occ_read_split(c_reader, getpid(), all.get(), own.get()) == 0 && own->num_nics == 1 &&
-                own->nics[0].cls[TRIRACE_CLASS_P2P].send_inflight_bytes == 700;
+                own->nics[0].cls[TRIRACE_CLASS_P2P].send_inflight_bytes == 700 &&
+                own->nics[0].cls[TRIRACE_CLASS_DENSE].send_inflight_bytes == 300;
     if (!published) std::this_thread::yield();
   }
   trirace_occ_close(c_reader);
@@ -143,7 +145,8 @@ TEST(PluginOccupancyTest, OtherProcessesUrgentSendsInFlightExcludeOursAndDense) 
   ResetDenseAheadForTest();
   ASSERT_TRUE(behind.ok()) << behind.status();
   ASSERT_EQ(behind->devices.size(), 1u);
-  EXPECT_EQ(behind->devices[0].others_urgent_send_bytes, 4096 + 9999) << "the other process's SPARSE and DENSE";
+  EXPECT_EQ(behind->devices[0].others_urgent_send_bytes, 4096 + 9999)
+      << "the other process's SPARSE and DENSE, not our own DENSE";
   pub.Stop();
 }
 
