@@ -21,9 +21,8 @@
 // of DENSE, still behind P2P. A comm counts as a pipeline when annotated
 // so, or when inferred so (only send/recv so far) and spanning two or more
 // hosts: an all-to-all made of grouped sends inside one host looks the
-// same. Marks
-// change no byte and no order inside NCCL, only which packet a priority
-// queue sends first, so ranks may decide differently without harm.
+// same. Marks change no byte and no order inside NCCL, only which packet a
+// priority queue sends first, so ranks may decide differently without harm.
 //
 // Thread safety: PlaceOnHost is pure. The process-wide answer is an atomic,
 // set by the launcher and read by the net plugin's threads through

@@ -49,16 +49,15 @@ void GatedLauncher::NoteHostPlace(CommState& state) {
   if (state.host_place_noted.exchange(true)) return;
   const HostPlace place = PlaceOnHost(p->ranks, state.rank);
   if (place == HostPlace::kAlone) return;  // nothing on its uplink to go ahead of
-  NoteDenseAhead(place);
+  NoteDenseAhead(place);  // after this, DenseAhead() or DenseBehind()
   const bool marks = NetClassPriorityEnabled();
   TRIRACE_INFO(TOPO, "comm %d id %s (pipeline%s): rank %d holds %s stage of host %s; this process's DENSE now %s "
                "([R14], TRIRACE_FRONT_STAGE_FIRST)", state.index, CommIdHex(state.id), annotated ? "" : ", inferred",
                state.rank, place == HostPlace::kFront ? "the front" : "a later", p->ranks[state.rank].host,
-               DenseAhead()    ? (marks ? "goes ahead of the host's other DENSE (SPARSE's marks)"
-                                        : "goes first: the host's later stages yield to it")
-               : DenseBehind() ? (marks ? "stays in DENSE's band"
-                                        : "yields to the other processes' DENSE on its NIC ([R13]'s gauge)")
-                               : "is unchanged");
+               DenseAhead() ? (marks ? "goes ahead of the host's other DENSE (SPARSE's marks)"
+                                     : "goes first: the host's later stages yield to it")
+                            : (marks ? "stays in DENSE's band"
+                                     : "yields to the other processes' DENSE on its NIC ([R13]'s gauge)"));
 }
 
 void GatedLauncher::CommsReady(std::span<CommState* const> states) {

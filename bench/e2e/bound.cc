@@ -32,8 +32,9 @@
 // the DENSE of each host's front pipeline stage at SPARSE's level (rule
 // [R14]), what the TriRace policy with class priority aims at; `class`
 // the same without [R14], what class priority alone aims at; `shared`
-// with every flow sharing alike. They add what `bound` leaves out: the loop's dependencies
-// (a stage waiting for its all-reduce, the pipeline's fill and drain). The
+// with every flow sharing alike. They add what `bound` leaves out: the
+// loop's dependencies (a stage waiting for its all-reduce, the pipeline's
+// fill and drain). The
 // links carry testbed.sh's token bucket: --burst bytes (default as
 // testbed.sh picks it: 1 ms at the rate, at least 32768) at --line-gbps
 // (default 10, what the test bed's veths report) after an idle spell.

@@ -31,8 +31,9 @@
 // connection's backlog).
 //
 // So `kFrontStageFirst` is what TriRace's strategy can reach at best on this
-// loop (`kClassPriority` what class priority alone can): a measured trirace time near it has nothing left for the wire to
-// win, and off / it is the most any such scheduler can show.
+// loop (`kClassPriority` what class priority alone can): a measured trirace
+// time near it has nothing left for the wire to win, and off / it is the
+// most any such scheduler can show.
 //
 // Pure C++ (no NCCL). Thread-compatible.
 #ifndef EXAMPLES_HYBRID_PARALLEL_SIMULATE_H_
