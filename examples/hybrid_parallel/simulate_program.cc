@@ -140,7 +140,11 @@ class Builder {
   void IterationBegin(int it) {
     if (it == 0) Stamp(0);
     const int back = it - 1 - c_.lookahead;
-    if (back >= 0) host_gate_ = events_.at({int(Ev::kIterationEnd), back});
+    // As the trainer's host wait on an event not yet recorded: an iteration
+    // whose end this stage has not issued yet (2BW begins the next
+    // iteration's forwards before the last backwards) holds nothing back.
+    const auto end = events_.find({int(Ev::kIterationEnd), back});
+    if (back >= 0 && end != events_.end()) host_gate_ = end->second;
     if (c_.schedule == Schedule::k2BW && it >= 2) Wait(kCompute, Done(), it - 2);
   }
   void IterationEnd(int it) {
