@@ -81,6 +81,9 @@ struct CommState {
   // (scheduler/chunk_planner.h CommChunkBytes); kChunkBytesUnset until then.
   static constexpr uint64_t kChunkBytesUnset = ~uint64_t{0};
   std::atomic<uint64_t> chunk_bytes{kChunkBytesUnset};
+  // Schedule mode: floating-point sums on this comm are split too, agreed
+  // with chunk_bytes (stored before it; read only once chunk_bytes is set).
+  std::atomic<bool> chunk_float_reductions{false};
   // Schedule mode: rule [R14] looked at this comm (front_stage.h).
   std::atomic<bool> host_place_noted{false};
   // Notified when the peer exchange finished (published or failed).

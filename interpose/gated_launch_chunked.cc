@@ -20,8 +20,9 @@ void* Advance(void* p, size_t bytes) { return p == nullptr ? nullptr : static_ca
 ncclResult_t GatedLauncher::LaunchGated(const Op& op, CommLane& lane, const TraceRecord& base) {
   const size_t es = DataTypeSize(op.datatype);
   sched::ChunkPlan plan;
-  if (es != 0 && sched::IsChunkable(op.func) && (chunk_float_reductions_ || SplitIsExact(op))) {
-    plan = sched::PlanChunks(op.func, op.count, es, ChunkBytesOf(op.state));
+  const ChunkRule rule = ChunkRuleOf(op.state);
+  if (es != 0 && sched::IsChunkable(op.func) && (rule.float_reductions || SplitIsExact(op))) {
+    plan = sched::PlanChunks(op.func, op.count, es, rule.bytes);
   } else {
     plan.chunks.push_back({0, op.count});
   }
@@ -66,10 +67,12 @@ ncclResult_t GatedLauncher::LaunchGated(const Op& op, CommLane& lane, const Trac
   return result;
 }
 
-uint64_t GatedLauncher::ChunkBytesOf(const CommState* state) const {
-  if (state == nullptr) return unagreed_chunk_bytes_;
-  const uint64_t agreed = state->chunk_bytes.load(std::memory_order_acquire);
-  return agreed == CommState::kChunkBytesUnset ? unagreed_chunk_bytes_ : agreed;
+GatedLauncher::ChunkRule GatedLauncher::ChunkRuleOf(const CommState* state) const {
+  const uint64_t agreed =
+      state == nullptr ? CommState::kChunkBytesUnset : state->chunk_bytes.load(std::memory_order_acquire);
+  if (agreed == CommState::kChunkBytesUnset) return {unagreed_chunk_bytes_, chunk_settings_.float_reductions};
+  // chunk_float_reductions is stored before chunk_bytes is published.
+  return {agreed, state->chunk_float_reductions.load(std::memory_order_relaxed)};
 }
 
 void GatedLauncher::PutGate(CommLane& lane, GateTicket& t) {

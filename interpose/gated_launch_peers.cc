@@ -1,5 +1,6 @@
 // The peer exchange under the gated launch (peer_exchange.h): which comms
 // are exchanged when they become usable, and what their peers resolve to.
+#include <atomic>
 #include <string>
 #include <utility>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "absl/time/time.h"
 #include "common/logging.h"
 #include "common/params.h"
+#include "interpose/chunk_agreement.h"
 #include "interpose/comm_state.h"
 #include "interpose/front_stage.h"
 #include "interpose/gated_launcher.h"
@@ -28,6 +30,7 @@ std::string BusIdOf(device::Device& dev, const CommState& s) {
 topo::PeerIdentity GatedLauncher::LocalIdentity(const CommState& s) {
   topo::PeerIdentity me = links_->LocalIdentity(BusIdOf(dev_, s));
   me.class_priority = NetClassPriorityEnabled();
+  me.chunk = chunk_settings_;
   return me;
 }
 
@@ -137,15 +140,21 @@ void GatedLauncher::PeersKnown(CommState& state, absl::StatusOr<std::vector<topo
     return;
   }
   const CommPeers* p = links_->Publish(state, state.rank, *std::move(ranks), *engine_);
-  // The chunk size from the records alone: the same on every rank.
-  double slowest_gbps = 0;
-  bool every_class_priority = !p->ranks.empty();
-  for (const topo::PeerIdentity& id : p->ranks) {
-    if (id.nic_gbps > 0 && (slowest_gbps == 0 || id.nic_gbps < slowest_gbps)) slowest_gbps = id.nic_gbps;
-    every_class_priority = every_class_priority && id.class_priority;
+  // The chunk plan from the records alone: the same on every rank.
+  const AgreedChunks agreed = AgreeChunks(p->ranks, p->hosts);
+  if (!agreed.differs.empty()) {
+    static constexpr char kWhat[] = "comm %d id %s: the ranks' chunk settings differ (%s); every rank splits this "
+                                    "comm's collectives by rank 0's, so their NCCL calls still match; set them alike "
+                                    "on every rank%s";
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) {
+      TRIRACE_WARN(TOPO, kWhat, state.index, CommIdHex(state.id), agreed.differs, " (later comms say it at INFO)");
+    } else {
+      TRIRACE_INFO(TOPO, kWhat, state.index, CommIdHex(state.id), agreed.differs, "");
+    }
   }
-  const uint64_t chunk = sched::CommChunkBytes(chunk_fixed_bytes_, chunk_ns_, chunk_min_bytes_, p->hosts,
-                                               slowest_gbps * 1e9 / 8, every_class_priority);
+  state.chunk_float_reductions.store(agreed.float_reductions, std::memory_order_relaxed);
+  const uint64_t chunk = agreed.bytes;
   uint64_t unset = CommState::kChunkBytesUnset;
   state.chunk_bytes.compare_exchange_strong(unset, chunk, std::memory_order_acq_rel);
   if (!state.exchanged.HasBeenNotified()) state.exchanged.Notify();
@@ -156,8 +165,8 @@ void GatedLauncher::PeersKnown(CommState& state, absl::StatusOr<std::vector<topo
   }
   TRIRACE_INFO(TOPO, "comm %d id %s: peers of rank %d: hosts [%s], nics [%s]; %d host(s), a collective crosses %d "
                "link(s); chunks of %d bytes (slowest NIC %.3g Gbit/s%s)", state.index, CommIdHex(state.id), state.rank,
-               absl::StrJoin(hosts, " "), absl::StrJoin(nics, " "), p->hosts, p->ring.size(), chunk, slowest_gbps,
-               every_class_priority ? "; class priority on every rank" : "");
+               absl::StrJoin(hosts, " "), absl::StrJoin(nics, " "), p->hosts, p->ring.size(), chunk, agreed.slowest_gbps,
+               agreed.every_class_priority ? "; class priority on every rank" : "");
 }
 
 }  // namespace trirace::interpose

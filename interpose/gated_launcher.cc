@@ -111,11 +111,13 @@ absl::StatusOr<std::unique_ptr<GatedLauncher>> GatedLauncher::Create(const RealN
   l->watchdog_ = std::make_unique<GateWatchdog>(
       l->engine_->options().max_hold_ns, [](GateTicket* t) { MarkRelease(t, sched::ReleaseReason::kMaxHold); });
   if (absl::Status s = l->watchdog_->Start(); !s.ok()) return s;
-  l->chunk_fixed_bytes_ = static_cast<uint64_t>(ParamInt(ParamId::kChunkBytes));
-  l->chunk_ns_ = ParamInt(ParamId::kChunkUs) * 1000;
-  l->chunk_min_bytes_ = static_cast<uint64_t>(ParamInt(ParamId::kChunkMinBytes));
-  l->chunk_float_reductions_ = ParamChoice<ChunkFloatReductions>() == ChunkFloatReductions::kOn;
-  l->unagreed_chunk_bytes_ = sched::CommChunkBytes(l->chunk_fixed_bytes_, l->chunk_ns_, l->chunk_min_bytes_, 1, 0);
+  topo::ChunkSettings& chunk = l->chunk_settings_;
+  chunk.fixed_bytes = static_cast<uint64_t>(ParamInt(ParamId::kChunkBytes));
+  chunk.wire_us = static_cast<uint32_t>(ParamInt(ParamId::kChunkUs));  // the parameter's bound fits
+  chunk.min_bytes = static_cast<uint64_t>(ParamInt(ParamId::kChunkMinBytes));
+  chunk.float_reductions = ParamChoice<ChunkFloatReductions>() == ChunkFloatReductions::kOn;
+  l->unagreed_chunk_bytes_ =
+      sched::CommChunkBytes(chunk.fixed_bytes, int64_t{chunk.wire_us} * 1000, chunk.min_bytes, 1, 0);
   l->front_stage_first_ = FrontStageFirstEnabled();
   std::string bad;
   l->excluded_roles_ = ParseExcludedRoles(ParamString(ParamId::kExcludeRoles), &bad);
@@ -127,9 +129,9 @@ absl::StatusOr<std::unique_ptr<GatedLauncher>> GatedLauncher::Create(const RealN
                "(or %.0f%% of the iteration period), chunks of %s", l->dev_.name(),
                std::string(l->engine_->policy_name()), l->engine_->options().max_hold_ns / 1000,
                100 * l->engine_->options().max_hold_fraction,
-               l->chunk_fixed_bytes_ > 0 ? absl::StrCat(l->chunk_fixed_bytes_, " bytes")
-               : l->chunk_ns_ == 0       ? std::string("none")
-                                         : absl::StrCat(l->chunk_ns_ / 1000, " us of wire time per comm"));
+               chunk.fixed_bytes > 0 ? absl::StrCat(chunk.fixed_bytes, " bytes")
+               : chunk.wire_us == 0  ? std::string("none")
+                                     : absl::StrCat(chunk.wire_us, " us of wire time per comm"));
   return l;
 }
 

@@ -199,18 +199,22 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   std::unique_ptr<sched::Engine> engine_;
   std::unique_ptr<PeerExchange> exchange_;  // nullptr: TRIRACE_PEER_EXCHANGE=0
   std::unique_ptr<GateWatchdog> watchdog_;
-  uint64_t chunk_fixed_bytes_ = 0;  // TRIRACE_CHUNK_BYTES
-  int64_t chunk_ns_ = 0;            // TRIRACE_CHUNK_US
-  uint64_t chunk_min_bytes_ = 0;    // TRIRACE_CHUNK_MIN_BYTES
-  bool chunk_float_reductions_ = false;  // TRIRACE_CHUNK_FLOAT_REDUCTIONS=on
+  // This process's TRIRACE_CHUNK_* settings: they go into its identity
+  // record, and they plan the comms that have no agreed ones.
+  topo::ChunkSettings chunk_settings_{};
   // Stamp when the stream reaches each ungated P2P op, for the tuner: where
   // the device runs inline functions (host streams: a function call, no
   // device time); a CUDA host function would stall the GPU stream until
   // the host ran it.
   bool stamp_p2p_start_ = false;
   uint64_t unagreed_chunk_bytes_ = 0;  // for comms without exchanged records
-  // The chunk size of ops on `state`.
-  uint64_t ChunkBytesOf(const CommState* state) const;
+  // How ops on `state` are split: agreed from the records where the comm
+  // was exchanged (chunk_agreement.h), else from this process's settings.
+  struct ChunkRule {
+    uint64_t bytes = 0;
+    bool float_reductions = false;
+  };
+  ChunkRule ChunkRuleOf(const CommState* state) const;
   uint32_t excluded_roles_ = 0;
   bool front_stage_first_ = false;  // FrontStageFirstEnabled()
   std::atomic<bool> failed_{false};

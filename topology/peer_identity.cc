@@ -12,14 +12,17 @@ namespace trirace::topo {
 namespace {
 
 constexpr char kMagic[4] = {'T', 'R', 'P', 'I'};
-constexpr uint16_t kVersion = 2;
+constexpr uint16_t kVersion = 3;
 constexpr size_t kHostOffset = 12, kHostSize = 64;
 constexpr size_t kGpuOffset = 76, kGpuSize = 16;
 constexpr size_t kFlagsOffset = 92;
-constexpr uint32_t kClassPriorityFlag = 1;
+constexpr uint32_t kClassPriorityFlag = 1, kFloatReductionsFlag = 2;
 static_assert(kGpuOffset + kGpuSize == kFlagsOffset);
-constexpr size_t kNicOffset = 96, kNicSize = 32;
-static_assert(kNicOffset + kNicSize == kPeerIdentityBytes);
+constexpr size_t kNicOffset = 96, kNicSize = 16;
+constexpr size_t kChunkBytesOffset = 112, kChunkUsOffset = 120, kChunkMinOffset = 124;
+constexpr uint64_t kMinBytesGranule = 4096;
+static_assert(kNicOffset + kNicSize == kChunkBytesOffset);
+static_assert(kChunkMinOffset + 4 == kPeerIdentityBytes);
 
 void PutLe(uint8_t* p, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
@@ -60,7 +63,11 @@ void EncodePeerIdentity(const PeerIdentity& id, std::span<uint8_t, kPeerIdentity
   PutString(p + kHostOffset, kHostSize, WireHostKey(id.host));
   PutString(p + kGpuOffset, kGpuSize, id.gpu_pci);
   PutString(p + kNicOffset, kNicSize, id.nic);
-  PutLe(p + kFlagsOffset, id.class_priority ? kClassPriorityFlag : 0, 4);
+  PutLe(p + kFlagsOffset,
+        (id.class_priority ? kClassPriorityFlag : 0) | (id.chunk.float_reductions ? kFloatReductionsFlag : 0), 4);
+  PutLe(p + kChunkBytesOffset, id.chunk.fixed_bytes, 8);
+  PutLe(p + kChunkUsOffset, id.chunk.wire_us, 4);
+  PutLe(p + kChunkMinOffset, std::min<uint64_t>(id.chunk.min_bytes / kMinBytesGranule, UINT32_MAX), 4);
 }
 
 absl::StatusOr<PeerIdentity> DecodePeerIdentity(std::span<const uint8_t, kPeerIdentityBytes> in) {
@@ -75,7 +82,12 @@ absl::StatusOr<PeerIdentity> DecodePeerIdentity(std::span<const uint8_t, kPeerId
   PeerIdentity id;
   id.rail = static_cast<int16_t>(GetLe(p + 6, 2));
   id.nic_gbps = static_cast<double>(GetLe(p + 8, 4)) / 1000.0;
-  id.class_priority = (GetLe(p + kFlagsOffset, 4) & kClassPriorityFlag) != 0;
+  const uint64_t flags = GetLe(p + kFlagsOffset, 4);
+  id.class_priority = (flags & kClassPriorityFlag) != 0;
+  id.chunk.float_reductions = (flags & kFloatReductionsFlag) != 0;
+  id.chunk.fixed_bytes = GetLe(p + kChunkBytesOffset, 8);
+  id.chunk.wire_us = static_cast<uint32_t>(GetLe(p + kChunkUsOffset, 4));
+  id.chunk.min_bytes = GetLe(p + kChunkMinOffset, 4) * kMinBytesGranule;
   if (!GetString(p + kHostOffset, kHostSize, &id.host) || !GetString(p + kGpuOffset, kGpuSize, &id.gpu_pci) ||
       !GetString(p + kNicOffset, kNicSize, &id.nic)) {
     return absl::InvalidArgumentError("peer identity record with an unterminated string");

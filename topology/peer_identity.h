@@ -1,30 +1,39 @@
 // PeerIdentity: what one rank tells the other ranks of a communicator about
 // where it sits — its host, its GPU and the NIC its traffic leaves through —
 // so that both ends of every operation can be charged to the right links
-// (system_links.h). The shim exchanges one record per rank when a comm
-// becomes usable (interpose/peer_exchange.h).
+// (system_links.h), and the settings its chunk plans come from, so that
+// every rank can plan with the same ones (interpose/chunk_agreement.h). The
+// shim exchanges one record per rank when a comm becomes usable
+// (interpose/peer_exchange.h).
 //
 // The wire form is a fixed kPeerIdentityBytes record, the same on every
 // architecture (little-endian numbers, NUL-padded strings):
 //
 //   offset  size  field
 //        0     4  magic "TRPI"
-//        4     2  version (2)
+//        4     2  version (3)
 //        6     2  rail (int16, -1 unknown)
 //        8     4  NIC rate in Mbit/s (uint32, 0 unknown)
 //       12    64  host key
 //       76    16  GPU PCI bus id ("" without a GPU)
-//       92     4  flags (uint32): bit 0 class priority on the wire
-//       96    32  NIC name ("" unknown)
+//       92     4  flags (uint32): bit 0 class priority on the wire,
+//                 bit 1 TRIRACE_CHUNK_FLOAT_REDUCTIONS=on
+//       96    16  NIC name ("" unknown)
+//      112     8  TRIRACE_CHUNK_BYTES (uint64)
+//      120     4  TRIRACE_CHUNK_US (uint32)
+//      124     4  TRIRACE_CHUNK_MIN_BYTES in 4 KiB granules, rounded down
+//                 (uint32; the chunk rule rounds to granules anyway)
 //
-// Version 1 had a 20-byte bus id and no flags; a record of another version
-// is rejected (the exchange then fails alike on every rank).
+// Version 1 had a 20-byte bus id and no flags, version 2 a 32-byte NIC name
+// and no chunk settings; a record of another version is rejected (the
+// exchange then fails alike on every rank).
 //
 // A host key longer than 63 bytes is stored as its first 46 bytes, '#' and
 // 16 hex digits of a hash of the whole key, so two long keys that share a
 // prefix stay apart; the same key always encodes the same way. Longer GPU
 // bus ids or NIC names are truncated (normalised bus ids are 12 bytes, 13
-// with a 5-digit domain; interface names at most 15).
+// with a 5-digit domain; interface names at most 15). A chunk minimum past
+// its field saturates (its parameter's bound keeps it inside).
 // Flag bits this version does not know are ignored.
 //
 // Thread safety: stateless.
@@ -42,6 +51,17 @@ namespace trirace::topo {
 
 inline constexpr size_t kPeerIdentityBytes = 128;
 
+// The parameters a rank's chunk plans come from (scheduler/chunk_planner.h,
+// docs/scheduler.md "Chunking"), as its environment set them.
+struct ChunkSettings {
+  uint64_t fixed_bytes = 0;       // TRIRACE_CHUNK_BYTES (0: from wire time)
+  uint32_t wire_us = 0;           // TRIRACE_CHUNK_US (0: never split)
+  uint64_t min_bytes = 0;         // TRIRACE_CHUNK_MIN_BYTES
+  bool float_reductions = false;  // TRIRACE_CHUNK_FLOAT_REDUCTIONS=on
+
+  friend bool operator==(const ChunkSettings&, const ChunkSettings&) = default;
+};
+
 struct PeerIdentity {
   std::string host{};     // host key (TRIRACE_HOST_ID or the host name)
   std::string gpu_pci{};  // normalised bus id, "" without a GPU
@@ -52,6 +72,7 @@ struct PeerIdentity {
   // NetClassPriorityEnabled()): P2P and SPARSE leave ahead of DENSE packet
   // by packet, so DENSE needs no chunks to let them pass.
   bool class_priority = false;
+  ChunkSettings chunk{};
 
   friend bool operator==(const PeerIdentity&, const PeerIdentity&) = default;
 };

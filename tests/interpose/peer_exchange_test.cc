@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -75,7 +76,8 @@ class PeerExchangeTest : public ::testing::Test {
     for (int r = 0; r < kRanks; ++r) {
       ASSERT_FALSE(ranks[r].timed_out) << "rank " << r << " hung: " << ranks[r].err;
       EXPECT_EQ(ranks[r].exit_code, 0) << "rank " << r << ": " << ranks[r].out << ranks[r].err;
-      for (const char* comm : {"world 10", "split 3", "thread0 10", "thread1 10", "grouped 10", "nonblocking 10"}) {
+      for (const char* comm :
+           {"world 10", "large 6", "split 3", "thread0 10", "thread1 10", "grouped 10", "nonblocking 10"}) {
         EXPECT_THAT(ranks[r].out, HasSubstr(std::string("ok ") + comm)) << "rank " << r;
       }
       EXPECT_THAT(ranks[r].out, HasSubstr("done"));
@@ -126,6 +128,32 @@ TEST_F(PeerExchangeTest, RanksWithDifferentNicRatesAgreeOnTheChunkSize) {
     EXPECT_EQ(comms, 5) << "rank " << r << ": " << log;
   }
   EXPECT_EQ(world_chunks.size(), 4u * kRanks);
+}
+
+// The chunk settings travel in the records too (chunk_agreement.h): ranks
+// that were given different TRIRACE_CHUNK_BYTES (4 KiB on rank 0, 8 KiB on
+// rank 1, the wire-time rule on ranks 2 and 3, which leaves 64 KiB whole)
+// all split the world comm's 64 KiB all-reduce into rank 0's 16 chunks, so
+// their calls match and every element is right; each rank says why once.
+TEST_F(PeerExchangeTest, RanksGivenDifferentChunkSettingsSplitAsRankZeroDoes) {
+  const std::vector<ProcessResult> ranks =
+      Run({{"TRIRACE_MODE", "schedule"}, {"TRIRACE_NET_CLASS_PRIORITY", "off"}, {"TRIRACE_NIC_GBPS", "10"}}, "hA", "hB",
+          {"TRIRACE_CHUNK_BYTES=4096", "TRIRACE_CHUNK_BYTES=8192", "TRIRACE_CHUNK_US=4000", "TRIRACE_CHUNK_US=2000"});
+  ExpectAllCommsRight(ranks);
+  static const std::regex kWorld(R"(hosts \[hA hA hB hB\].*chunks of (\d+) bytes)");
+  for (int r = 0; r < kRanks; ++r) {
+    const std::string& log = ranks[r].err;
+    int world = 0;
+    for (std::sregex_iterator it(log.begin(), log.end(), kWorld), end; it != end; ++it, ++world) {
+      EXPECT_EQ((*it)[1], "4096") << "rank " << r << ": rank 0's TRIRACE_CHUNK_BYTES";
+    }
+    EXPECT_EQ(world, 4) << "rank " << r << ": world, two thread comms, grouped: " << log;
+    EXPECT_THAT(log, HasSubstr("chunk settings differ (rank 1 has TRIRACE_CHUNK_BYTES=8192 where rank 0 has 4096)"))
+        << "rank " << r;
+    static const std::regex kWarn(R"(TriRace WARN TOPO [^\n]*chunk settings differ)");
+    EXPECT_EQ(std::distance(std::sregex_iterator(log.begin(), log.end(), kWarn), std::sregex_iterator()), 1)
+        << "rank " << r << ": one warning per process, the later comms at INFO: " << log;
+  }
 }
 
 // Class priority travels in the records (PeerIdentity::class_priority):

@@ -1,7 +1,8 @@
 // peer_ranks: one rank of a job that creates communicators every way an
 // application can — CommInitRank, CommSplit, two comms initialised at once
 // from two threads, a comm initialised inside a group, a nonblocking comm —
-// and checks an all-reduce on each, for the shim's peer exchange tests
+// and checks an all-reduce on each (and a 64 KiB one on the world comm, which
+// the shim may split into chunks), for the shim's peer exchange tests
 // (tests/interpose/peer_exchange_test.cc). It prints "ok <name> <sum>" per
 // comm, or "bad ..." and exits non-zero. Last, it declares the world comm a
 // pipeline comm, sends around it, and prints "dense_ahead <0|1>", the shim's
@@ -40,13 +41,18 @@ using StreamSyncFn = ncclResult_t (*)(cudaStream_t);
 StreamCreateFn g_stream_create;
 StreamSyncFn g_stream_sync;
 
+// This rank's place in `comm` and a new stream for it; false without one.
+bool Place(ncclComm_t comm, int* rank, int* nranks, cudaStream_t* stream) {
+  NCCL(ncclCommUserRank)(comm, rank);
+  NCCL(ncclCommCount)(comm, nranks);
+  return g_stream_create(stream) == ncclSuccess;
+}
+
 // All-reduces rank+1 over `comm` and checks the sum of 1..nranks.
 bool Check(const char* name, ncclComm_t comm) {
   int rank = 0, nranks = 0;
-  NCCL(ncclCommUserRank)(comm, &rank);
-  NCCL(ncclCommCount)(comm, &nranks);
   cudaStream_t stream = nullptr;
-  if (g_stream_create(&stream) != ncclSuccess) return false;
+  if (!Place(comm, &rank, &nranks, &stream)) return false;
   int32_t in = rank + 1, out = 0;
   const ncclResult_t r = NCCL(ncclAllReduce)(&in, &out, 1, ncclInt32, ncclSum, comm, stream);
   const ncclResult_t s = g_stream_sync(stream);
@@ -56,6 +62,29 @@ bool Check(const char* name, ncclComm_t comm) {
     return false;
   }
   std::printf("ok %s %d\n", name, out);
+  return true;
+}
+
+// All-reduces 64 KiB of int32 (element i: rank + i) over `comm`, large
+// enough for the shim to split where the chunk size is small, and checks
+// every element. Ranks that split differently would issue different calls.
+bool CheckLarge(const char* name, ncclComm_t comm) {
+  int rank = 0, nranks = 0;
+  cudaStream_t stream = nullptr;
+  if (!Place(comm, &rank, &nranks, &stream)) return false;
+  std::vector<int32_t> in(16384), out(in.size(), -1);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = rank + static_cast<int32_t>(i);
+  const ncclResult_t r =
+      NCCL(ncclAllReduce)(in.data(), out.data(), in.size(), ncclInt32, ncclSum, comm, stream);
+  const ncclResult_t s = g_stream_sync(stream);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int32_t want = nranks * static_cast<int32_t>(i) + nranks * (nranks - 1) / 2;
+    if ((r != ncclSuccess && r != ncclInProgress) || s != ncclSuccess || out[i] != want) {
+      std::printf("bad %s rc=%d sync=%d element %zu=%d want=%d\n", name, r, s, i, out[i], want);
+      return false;
+    }
+  }
+  std::printf("ok %s %d\n", name, out[0]);
   return true;
 }
 
@@ -95,6 +124,7 @@ int main(int argc, char** argv) {
   ncclComm_t world = nullptr;
   if (NCCL(ncclCommInitRank)(&world, nranks, id, rank) != ncclSuccess) return 5;
   ok &= Check("world", world);
+  ok &= CheckLarge("large", world);
 
   ncclComm_t half = nullptr;
   if (NCCL(ncclCommSplit)(world, rank % 2, rank, &half, nullptr) != ncclSuccess) return 6;

@@ -28,11 +28,21 @@ std::array<uint8_t, kPeerIdentityBytes> Encode(const PeerIdentity& id) {
 
 TEST(PeerIdentityTest, RoundTripsEveryField) {
   const PeerIdentity id{.host = "node7", .gpu_pci = "0000:3b:00.0", .nic = "mlx5_3", .rail = 3, .nic_gbps = 400,
-                        .class_priority = true};
+                        .class_priority = true,
+                        .chunk = {.fixed_bytes = uint64_t{3} << 40, .wire_us = 10000000, .min_bytes = 1 << 20,
+                                  .float_reductions = true}};
   const auto buf = Encode(id);
   absl::StatusOr<PeerIdentity> back = DecodePeerIdentity(buf);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, id);
+
+  // Interface names are at most 15 bytes; a longer name is cut there.
+  PeerIdentity named{.host = "h", .nic = "enp202s0f1np1xy"};
+  back = DecodePeerIdentity(Encode(named));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->nic, "enp202s0f1np1xy");
+  named.nic += "z";
+  EXPECT_EQ(DecodePeerIdentity(Encode(named))->nic, "enp202s0f1np1xy");
 
   const PeerIdentity cpu{.host = "h", .gpu_pci = "", .nic = "", .rail = -1, .nic_gbps = 0};
   back = DecodePeerIdentity(Encode(cpu));
@@ -61,6 +71,8 @@ TEST(PeerIdentityTest, RejectsRecordsThatWereNeverWritten) {
   buf = Encode({.host = "n"});
   buf[4] = 1;  // the version without flags, whose bus id field was longer
   EXPECT_THAT(DecodePeerIdentity(buf).status().message(), HasSubstr("version 1"));
+  buf[4] = 2;  // the version without chunk settings, whose NIC name field was longer
+  EXPECT_THAT(DecodePeerIdentity(buf).status().message(), HasSubstr("version 2"));
   buf = Encode({.host = "n"});
   std::fill(buf.begin() + 12, buf.begin() + 76, 'z');  // host without its NUL
   EXPECT_THAT(DecodePeerIdentity(buf).status().message(), HasSubstr("unterminated"));
