@@ -15,6 +15,17 @@ int64_t PriorityKey(const Task& t) {
   return t.spec.tag.priority == kUnsetTag ? std::numeric_limits<int64_t>::min() : t.spec.tag.priority;
 }
 
+// Bytes of DENSE running on `link` from `task`'s own comm: its stream runs
+// them before `task` whatever the gate says.
+uint64_t SameCommDense(const Task& task, const SchedulerView& view, LinkId link) {
+  uint64_t bytes = 0;
+  for (const Task* r : view.running) {
+    if (r->spec.comm != task.spec.comm || r->traffic_class() != TrafficClass::kDense) continue;
+    if (std::find(r->spec.links.begin(), r->spec.links.end(), link) != r->spec.links.end()) bytes += r->spec.bytes;
+  }
+  return bytes;
+}
+
 }  // namespace
 
 uint64_t TriracePolicyConfig::WindowBytes(double capacity_bytes_per_s) const {
@@ -78,7 +89,11 @@ bool TriracePolicy::DenseFits(const Task& task, const SchedulerView& view, bool*
       const double free = 1 - config_.foreign_headroom - link->ForeignFraction();
       limit *= std::max(0.0, free) / (1 - config_.foreign_headroom);  // [R9]
     }
-    const uint64_t inflight = link->inflight_bytes[ClassIndex(TrafficClass::kDense)] + released_dense_[id];
+    uint64_t inflight = link->inflight_bytes[ClassIndex(TrafficClass::kDense)] + released_dense_[id];
+    // [R10]: the window is for DENSE of other comms; the comm's own ran
+    // ahead of the task on its stream anyway (without class priority it
+    // counts: the gap after each chunk is where P2P goes).
+    if (config_.wire_class_priority) inflight -= std::min(inflight, SameCommDense(task, view, id));
     const bool within = static_cast<double>(inflight + task.spec.bytes) <= limit;
     const bool alone_in_gap = !higher && inflight == 0 && limit > 0;  // [R4] oversized task
     if (!within && !alone_in_gap) return false;

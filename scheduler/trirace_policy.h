@@ -60,7 +60,13 @@
 //        leave the NIC ahead of DENSE packet by packet, so DENSE cannot
 //        queue them behind it and holding it back only delays it:
 //        higher-class activity neither limits DENSE to the credit ([R5])
-//        nor closes a gap ([R4]); the window still applies.
+//        nor closes a gap ([R4]); the window still applies, to the DENSE
+//        of other comms only: the task's own comm runs its earlier DENSE
+//        first on its stream whatever the gate says, and a framework
+//        queues step i's all-reduce while step i - 1's is still queued, so
+//        counting it would hold each all-reduce to the hold bound.
+//        (Without class priority the comm's own DENSE counts: the gap
+//        after each chunk is where P2P passes.)
 //   [R12] Online tuning: each link's window and credit are multiplied by
 //        the engine's tuner factors (LinkState::window_scale /
 //        credit_scale; window_tuner.h, TRIRACE_TUNE), 1 when tuning is off.

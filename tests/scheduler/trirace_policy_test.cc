@@ -158,6 +158,31 @@ TEST(TriracePolicyTest, WireClassPriorityLetsDenseGoBesideHigherClasses) {
       << "2 + 4 + 4 MiB exceeds the 8 MiB window: the window still applies";
 }
 
+// Pins [R10]'s `inflight -= ... SameCommDense(...)`: with the wire ordering
+// the classes, DENSE of the task's own comm still running does not count
+// against the window (the comm's stream runs it first anyway: a framework
+// queues step i's all-reduce while step i - 1's is still on the stream, and
+// a hold then only ends at the hold bound); another comm's does. Without
+// class priority the comm's own counts, as before.
+TEST(TriracePolicyTest, WireClassPriorityDoesNotHoldDenseBehindItsOwnComm) {
+  ViewBuilder b;
+  const LinkId nic = b.AddLink();
+  b.Running(TrafficClass::kDense, 64 * kMiB, {nic}, /*comm=*/7);  // the previous step's, queued on the stream
+  const Task& next = b.Pending(TrafficClass::kDense, 64 * kMiB, {nic}, 0, /*comm=*/7);
+  TriracePolicyConfig wire = TestConfig();
+  wire.wire_class_priority = true;
+  TriracePolicy ordered(wire);
+  EXPECT_THAT(ReasonFor(b.Decide(ordered, 1 * kMs), next.id), Optional(ReleaseReason::kDenseGap));
+  TriracePolicy plain(TestConfig());
+  EXPECT_EQ(ReasonFor(b.Decide(plain, 1 * kMs), next.id), std::nullopt) << "no class priority: the gap rule holds";
+
+  ViewBuilder other;
+  const LinkId nic2 = other.AddLink();
+  other.Running(TrafficClass::kDense, 64 * kMiB, {nic2}, /*comm=*/8);
+  const Task& held = other.Pending(TrafficClass::kDense, 64 * kMiB, {nic2}, 0, /*comm=*/7);
+  EXPECT_EQ(ReasonFor(other.Decide(ordered, 1 * kMs), held.id), std::nullopt) << "another comm's DENSE fills the window";
+}
+
 // Pins [R6]: `deadline - config_.deadline_slack_ns <= now` -> kDeadline, and
 // the wake-up at deadline - slack.
 TEST(TriracePolicyTest, ExplicitDeadlineReleasesDenseRegardlessOfLinks) {
