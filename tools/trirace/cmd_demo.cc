@@ -151,8 +151,9 @@ Command AddDemoCommand(CLI::App& trirace) {
       ->capture_default_str();
   cmd->footer(
       "Runs examples/hybrid_parallel's `contention` preset (pipeline P2P and data-parallel\n"
-      "all-reduce on the same host NICs) under TRIRACE_MODE=off and the fifo, priority and\n"
-      "trirace policies, alternating run by run, and prints the median iteration time per\n"
+      "all-reduce on the same host NICs) under TRIRACE_MODE=off, the fifo, priority and\n"
+      "trirace policies, wire (class priority on the wire alone) and gate (the scheduler\n"
+      "alone), alternating run by run, and prints the median iteration time per\n"
       "mode, the speed-up over off and the lower bound, then the paths of the traces and\n"
       "the pictures. As root the ranks run on the network-namespace test bed (4 hosts x 2\n"
       "ranks, shaped uplinks); otherwise on loopback, which has no contention (the figures\n"
