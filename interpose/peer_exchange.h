@@ -3,7 +3,7 @@
 // schedule mode charges both ends of every op to the right links
 // (op_links.h).
 //
-// Mechanism: one ncclAllGather of a 128-byte record per rank, issued by the
+// Mechanism: one ncclAllGather of a 144-byte record per rank, issued by the
 // shim on the new comm's dedicated stream (comm_lane.h) as the comm's first
 // operation, when the comm becomes usable:
 //   - a blocking comm from ncclCommInitRank / InitRankConfig /

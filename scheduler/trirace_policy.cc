@@ -93,7 +93,9 @@ bool TriracePolicy::DenseFits(const Task& task, const SchedulerView& view, bool*
     // [R10]: the window is for DENSE of other comms; the comm's own ran
     // ahead of the task on its stream anyway (without class priority it
     // counts: the gap after each chunk is where P2P goes).
-    if (config_.wire_class_priority) inflight -= std::min(inflight, SameCommDense(task, view, id));
+    if (config_.wire_class_priority && !dense_held_[id]) {
+      inflight -= std::min(inflight, SameCommDense(task, view, id));
+    }
     const bool within = static_cast<double>(inflight + task.spec.bytes) <= limit;
     const bool alone_in_gap = !higher && inflight == 0 && limit > 0;  // [R4] oversized task
     if (!within && !alone_in_gap) return false;
@@ -107,6 +109,7 @@ void TriracePolicy::Decide(const SchedulerView& view, Decision* out) {
   const int64_t max_hold = config_.max_hold_ns > 0 ? config_.max_hold_ns : view.max_hold_ns;
   candidates_.clear();
   released_dense_.assign(view.links.size(), 0);
+  dense_held_.assign(view.links.size(), 0);
   for (const Task* t : view.pending) {
     switch (t->traffic_class()) {
       case TrafficClass::kP2P:
@@ -143,7 +146,12 @@ void TriracePolicy::Decide(const SchedulerView& view, Decision* out) {
   });
   for (const Task* t : candidates_) {
     bool credit = false;
-    if (!DenseFits(*t, view, &credit)) continue;
+    if (!DenseFits(*t, view, &credit)) {
+      for (LinkId id : t->spec.links) {
+        if (id < dense_held_.size()) dense_held_[id] = 1;  // [R7] over [R10]'s exemption
+      }
+      continue;
+    }
     out->releases.push_back({t->id, credit ? ReleaseReason::kDenseCredit : ReleaseReason::kDenseGap});
     for (LinkId id : t->spec.links) {
       if (id < released_dense_.size()) released_dense_[id] += t->spec.bytes;

@@ -66,7 +66,12 @@
 //        queues step i's all-reduce while step i - 1's is still queued, so
 //        counting it would hold each all-reduce to the hold bound.
 //        (Without class priority the comm's own DENSE counts: the gap
-//        after each chunk is where P2P passes.)
+//        after each chunk is where P2P passes.) The exemption never lets a
+//        comm pass a candidate that [R7] put ahead of it and that was held
+//        on a shared link in the same pass; a comm's queued DENSE may all
+//        go while no other comm's waits, and another comm's DENSE that
+//        arrives later then waits behind it as behind any DENSE in flight
+//        (at most the hold bound).
 //   [R12] Online tuning: each link's window and credit are multiplied by
 //        the engine's tuner factors (LinkState::window_scale /
 //        credit_scale; window_tuner.h, TRIRACE_TUNE), 1 when tuning is off.
@@ -146,6 +151,7 @@ class TriracePolicy final : public Policy {
   TriracePolicyConfig config_;
   std::vector<const Task*> candidates_;   // reused between passes
   std::vector<uint64_t> released_dense_;  // per link: DENSE bytes released this pass
+  std::vector<uint8_t> dense_held_;       // per link: a candidate ahead by [R7] was held this pass
 };
 
 }  // namespace trirace::sched

@@ -18,10 +18,12 @@ constexpr size_t kGpuOffset = 76, kGpuSize = 16;
 constexpr size_t kFlagsOffset = 92;
 constexpr uint32_t kClassPriorityFlag = 1, kFloatReductionsFlag = 2;
 static_assert(kGpuOffset + kGpuSize == kFlagsOffset);
-constexpr size_t kNicOffset = 96, kNicSize = 16;
-constexpr size_t kChunkBytesOffset = 112, kChunkUsOffset = 120, kChunkMinOffset = 124;
-constexpr uint64_t kMinBytesGranule = 4096;
+constexpr size_t kNicOffset = 96, kNicSize = 32;
+constexpr size_t kChunkBytesOffset = 128, kChunkUsOffset = 136, kChunkMinOffset = 140;
+constexpr uint64_t kMinBytesGranule = 4096;  // sched::kChunkGranuleBytes (topology does not link the scheduler)
+static_assert(kFlagsOffset + 4 == kNicOffset);
 static_assert(kNicOffset + kNicSize == kChunkBytesOffset);
+static_assert(kChunkBytesOffset + 8 == kChunkUsOffset && kChunkUsOffset + 4 == kChunkMinOffset);
 static_assert(kChunkMinOffset + 4 == kPeerIdentityBytes);
 
 void PutLe(uint8_t* p, uint64_t v, int bytes) {

@@ -18,21 +18,22 @@
 //       76    16  GPU PCI bus id ("" without a GPU)
 //       92     4  flags (uint32): bit 0 class priority on the wire,
 //                 bit 1 TRIRACE_CHUNK_FLOAT_REDUCTIONS=on
-//       96    16  NIC name ("" unknown)
-//      112     8  TRIRACE_CHUNK_BYTES (uint64)
-//      120     4  TRIRACE_CHUNK_US (uint32)
-//      124     4  TRIRACE_CHUNK_MIN_BYTES in 4 KiB granules, rounded down
+//       96    32  NIC name ("" unknown)
+//      128     8  TRIRACE_CHUNK_BYTES (uint64)
+//      136     4  TRIRACE_CHUNK_US (uint32)
+//      140     4  TRIRACE_CHUNK_MIN_BYTES in 4 KiB granules, rounded down
 //                 (uint32; the chunk rule rounds to granules anyway)
 //
-// Version 1 had a 20-byte bus id and no flags, version 2 a 32-byte NIC name
-// and no chunk settings; a record of another version is rejected (the
-// exchange then fails alike on every rank).
+// Version 1 had a 20-byte bus id and no flags, version 2 (128 bytes) no
+// chunk settings; a record of another version is rejected (the exchange
+// then fails alike on every rank).
 //
 // A host key longer than 63 bytes is stored as its first 46 bytes, '#' and
 // 16 hex digits of a hash of the whole key, so two long keys that share a
 // prefix stay apart; the same key always encodes the same way. Longer GPU
 // bus ids or NIC names are truncated (normalised bus ids are 12 bytes, 13
-// with a 5-digit domain; interface names at most 15). A chunk minimum past
+// with a 5-digit domain; interface names at most 15, InfiniBand device
+// names usually under 16). A chunk minimum past
 // its field saturates (its parameter's bound keeps it inside).
 // Flag bits this version does not know are ignored.
 //
@@ -49,7 +50,7 @@
 
 namespace trirace::topo {
 
-inline constexpr size_t kPeerIdentityBytes = 128;
+inline constexpr size_t kPeerIdentityBytes = 144;
 
 // The parameters a rank's chunk plans come from (scheduler/chunk_planner.h,
 // docs/scheduler.md "Chunking"), as its environment set them.

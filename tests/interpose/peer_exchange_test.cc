@@ -33,7 +33,8 @@ const std::vector<std::string> kUnset = {"LD_PRELOAD",          "TRIRACE_MODE", 
                                          "TRIRACE_DEBUG_SUBSYS", "NCCL_NET_PLUGIN",      "TRIRACE_POLICY",
                                          "TRIRACE_HOST_ID",      "TRIRACE_PEER_EXCHANGE", "TRIRACE_TOPO_FILE",
                                          "TRIRACE_NIC_GBPS",     "TRIRACE_CHUNK_US",     "TRIRACE_CHUNK_BYTES",
-                                         "TRIRACE_NET_CLASS_PRIORITY", "TRIRACE_FRONT_STAGE_FIRST"};
+                                         "TRIRACE_NET_CLASS_PRIORITY", "TRIRACE_FRONT_STAGE_FIRST",
+                                         "TRIRACE_CHUNK_MIN_BYTES", "TRIRACE_CHUNK_FLOAT_REDUCTIONS"};
 
 class PeerExchangeTest : public ::testing::Test {
  protected:
@@ -77,7 +78,7 @@ class PeerExchangeTest : public ::testing::Test {
       ASSERT_FALSE(ranks[r].timed_out) << "rank " << r << " hung: " << ranks[r].err;
       EXPECT_EQ(ranks[r].exit_code, 0) << "rank " << r << ": " << ranks[r].out << ranks[r].err;
       for (const char* comm :
-           {"world 10", "large 6", "split 3", "thread0 10", "thread1 10", "grouped 10", "nonblocking 10"}) {
+           {"world 10", "large 6", "large_float 6", "split 3", "thread0 10", "thread1 10", "grouped 10", "nonblocking 10"}) {
         EXPECT_THAT(ranks[r].out, HasSubstr(std::string("ok ") + comm)) << "rank " << r;
       }
       EXPECT_THAT(ranks[r].out, HasSubstr("done"));
@@ -153,6 +154,21 @@ TEST_F(PeerExchangeTest, RanksGivenDifferentChunkSettingsSplitAsRankZeroDoes) {
     static const std::regex kWarn(R"(TriRace WARN TOPO [^\n]*chunk settings differ)");
     EXPECT_EQ(std::distance(std::sregex_iterator(log.begin(), log.end(), kWarn), std::sregex_iterator()), 1)
         << "rank " << r << ": one warning per process, the later comms at INFO: " << log;
+  }
+}
+
+// The same for TRIRACE_CHUNK_FLOAT_REDUCTIONS: on rank 0 only, every rank
+// splits the 4-rank world comm's float all-reduce (a float sum on three or
+// more ranks stays whole by default), so their calls match.
+TEST_F(PeerExchangeTest, RankZerosFloatSplitSettingHoldsOnEveryRank) {
+  const std::vector<ProcessResult> ranks =
+      Run({{"TRIRACE_MODE", "schedule"}, {"TRIRACE_NET_CLASS_PRIORITY", "off"}, {"TRIRACE_CHUNK_BYTES", "4096"}}, "hA",
+          "hB", {"TRIRACE_CHUNK_FLOAT_REDUCTIONS=on"});
+  ExpectAllCommsRight(ranks);
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_THAT(ranks[r].err,
+                HasSubstr("chunk settings differ (rank 1 has TRIRACE_CHUNK_FLOAT_REDUCTIONS=off where rank 0 has on)"))
+        << "rank " << r;
   }
 }
 

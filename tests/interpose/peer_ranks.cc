@@ -1,8 +1,8 @@
 // peer_ranks: one rank of a job that creates communicators every way an
 // application can — CommInitRank, CommSplit, two comms initialised at once
 // from two threads, a comm initialised inside a group, a nonblocking comm —
-// and checks an all-reduce on each (and a 64 KiB one on the world comm, which
-// the shim may split into chunks), for the shim's peer exchange tests
+// and checks an all-reduce on each (and 64 KiB ones of int32 and float on the
+// world comm, which the shim may split into chunks), for the shim's peer exchange tests
 // (tests/interpose/peer_exchange_test.cc). It prints "ok <name> <sum>" per
 // comm, or "bad ..." and exits non-zero. Last, it declares the world comm a
 // pipeline comm, sends around it, and prints "dense_ahead <0|1>", the shim's
@@ -65,26 +65,27 @@ bool Check(const char* name, ncclComm_t comm) {
   return true;
 }
 
-// All-reduces 64 KiB of int32 (element i: rank + i) over `comm`, large
-// enough for the shim to split where the chunk size is small, and checks
-// every element. Ranks that split differently would issue different calls.
-bool CheckLarge(const char* name, ncclComm_t comm) {
+// All-reduces 64 KiB of T (element i: rank + i, exact in float too) over
+// `comm`, large enough for the shim to split where the chunk size is small,
+// and checks every element. Ranks that split differently would issue
+// different calls.
+template <typename T>
+bool CheckLarge(const char* name, ncclComm_t comm, ncclDataType_t type) {
   int rank = 0, nranks = 0;
   cudaStream_t stream = nullptr;
   if (!Place(comm, &rank, &nranks, &stream)) return false;
-  std::vector<int32_t> in(16384), out(in.size(), -1);
-  for (size_t i = 0; i < in.size(); ++i) in[i] = rank + static_cast<int32_t>(i);
-  const ncclResult_t r =
-      NCCL(ncclAllReduce)(in.data(), out.data(), in.size(), ncclInt32, ncclSum, comm, stream);
+  std::vector<T> in(16384), out(in.size(), T(-1));
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<T>(rank + static_cast<int>(i));
+  const ncclResult_t r = NCCL(ncclAllReduce)(in.data(), out.data(), in.size(), type, ncclSum, comm, stream);
   const ncclResult_t s = g_stream_sync(stream);
   for (size_t i = 0; i < out.size(); ++i) {
-    const int32_t want = nranks * static_cast<int32_t>(i) + nranks * (nranks - 1) / 2;
-    if ((r != ncclSuccess && r != ncclInProgress) || s != ncclSuccess || out[i] != want) {
-      std::printf("bad %s rc=%d sync=%d element %zu=%d want=%d\n", name, r, s, i, out[i], want);
+    const int want = nranks * static_cast<int>(i) + nranks * (nranks - 1) / 2;
+    if ((r != ncclSuccess && r != ncclInProgress) || s != ncclSuccess || out[i] != static_cast<T>(want)) {
+      std::printf("bad %s rc=%d sync=%d element %zu=%g want=%d\n", name, r, s, i, static_cast<double>(out[i]), want);
       return false;
     }
   }
-  std::printf("ok %s %d\n", name, out[0]);
+  std::printf("ok %s %d\n", name, static_cast<int>(out[0]));
   return true;
 }
 
@@ -124,7 +125,8 @@ int main(int argc, char** argv) {
   ncclComm_t world = nullptr;
   if (NCCL(ncclCommInitRank)(&world, nranks, id, rank) != ncclSuccess) return 5;
   ok &= Check("world", world);
-  ok &= CheckLarge("large", world);
+  ok &= CheckLarge<int32_t>("large", world, ncclInt32);
+  ok &= CheckLarge<float>("large_float", world, ncclFloat32);
 
   ncclComm_t half = nullptr;
   if (NCCL(ncclCommSplit)(world, rank % 2, rank, &half, nullptr) != ncclSuccess) return 6;

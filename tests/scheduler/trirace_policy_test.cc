@@ -181,6 +181,38 @@ TEST(TriracePolicyTest, WireClassPriorityDoesNotHoldDenseBehindItsOwnComm) {
   other.Running(TrafficClass::kDense, 64 * kMiB, {nic2}, /*comm=*/8);
   const Task& held = other.Pending(TrafficClass::kDense, 64 * kMiB, {nic2}, 0, /*comm=*/7);
   EXPECT_EQ(ReasonFor(other.Decide(ordered, 1 * kMs), held.id), std::nullopt) << "another comm's DENSE fills the window";
+
+  // Only the comm's own bytes are taken off: 4 MiB of comm 8 plus the task
+  // must still fit the 8 MiB window.
+  ViewBuilder mixed;
+  const LinkId nic3 = mixed.AddLink();
+  mixed.Running(TrafficClass::kDense, 64 * kMiB, {nic3}, /*comm=*/7);
+  mixed.Running(TrafficClass::kDense, 4 * kMiB, {nic3}, /*comm=*/8);
+  Task& fits = mixed.Pending(TrafficClass::kDense, 3 * kMiB, {nic3}, 0, /*comm=*/7);
+  EXPECT_THAT(ReasonFor(mixed.Decide(ordered, 1 * kMs), fits.id), Optional(ReleaseReason::kDenseGap));
+  fits.spec.bytes = 6 * kMiB;
+  EXPECT_EQ(ReasonFor(mixed.Decide(ordered, 1 * kMs), fits.id), std::nullopt) << "4 + 6 MiB exceeds the window";
+}
+
+// Pins `dense_held_[id] = 1` ([R7] over [R10]'s exemption): a comm whose
+// own DENSE is running does not pass, by the exemption, a front-layer task
+// of another comm that is held on the same link.
+TEST(TriracePolicyTest, TheOwnCommExemptionDoesNotPassAFrontLayerHeldAhead) {
+  ViewBuilder b;
+  const LinkId nic = b.AddLink();
+  b.Running(TrafficClass::kDense, 64 * kMiB, {nic}, /*comm=*/1);
+  Task& back = b.Pending(TrafficClass::kDense, 1 * kMiB, {nic}, 0, /*comm=*/1);
+  back.spec.tag.layer = 5;
+  Task& front = b.Pending(TrafficClass::kDense, 64 * kMiB, {nic}, 0, /*comm=*/2);
+  front.spec.tag.layer = 0;
+  TriracePolicyConfig wire = TestConfig();
+  wire.wire_class_priority = true;
+  TriracePolicy ordered(wire);
+  const Decision d = b.Decide(ordered, 1 * kMs);
+  EXPECT_EQ(ReasonFor(d, front.id), std::nullopt) << "comm 1's 64 MiB fill the window";
+  EXPECT_EQ(ReasonFor(d, back.id), std::nullopt) << "layer 5 does not pass layer 0";
+  front.spec.tag.layer = 9;  // now behind comm 1's task by [R7]
+  EXPECT_THAT(ReasonFor(b.Decide(ordered, 1 * kMs), back.id), Optional(ReleaseReason::kDenseGap));
 }
 
 // Pins [R6]: `deadline - config_.deadline_slack_ns <= now` -> kDeadline, and
