@@ -38,7 +38,6 @@ AgreedChunks AgreeChunks(std::span<const topo::PeerIdentity> ranks, int hosts) {
   out.bytes = sched::CommChunkBytes(out.settings.fixed_bytes, int64_t{out.settings.wire_us} * 1000,
                                     out.settings.min_bytes, hosts, out.slowest_gbps * 1e9 / 8,
                                     out.every_class_priority);
-  out.float_reductions = out.settings.float_reductions;
   return out;
 }
 

@@ -10,8 +10,8 @@
 // TRIRACE_CHUNK_BYTES, TRIRACE_CHUNK_US, TRIRACE_CHUNK_MIN_BYTES and
 // TRIRACE_CHUNK_FLOAT_REDUCTIONS. A job normally sets those alike on every
 // rank, but a launcher that forwards a variable to some nodes only, or a
-// per-node wrapper script, would make ranks plan differently: a hang inside
-// someone's training job. So the settings travel in the records and every
+// per-node wrapper script, would make ranks plan differently: a hang, or
+// silently wrong sums, inside someone's training job. So the settings travel in the records and every
 // rank plans with those of the comm's rank 0. Where they differ the caller
 // logs it (once per process as a warning), naming the variable, the two
 // values and the rank.
@@ -19,7 +19,8 @@
 // Usage (the launcher, once the records are in):
 //   AgreedChunks a = AgreeChunks(peers.ranks, peers.hosts);
 //   if (!a.differs.empty()) TRIRACE_WARN(..., a.differs);
-//   comm.chunk_bytes = a.bytes; comm.split_floats = a.float_reductions;
+//   comm.chunk_float_reductions = a.settings.float_reductions;
+//   comm.chunk_bytes = a.bytes;
 //
 // Thread safety: pure.
 #ifndef TRIRACE_INTERPOSE_CHUNK_AGREEMENT_H_
@@ -36,9 +37,8 @@ namespace trirace::interpose {
 struct AgreedChunks {
   // The comm's chunk size in bytes (0: never split).
   uint64_t bytes = 0;
-  // Floating-point sums on comms of three or more ranks are split too.
-  bool float_reductions = false;
-  // The settings used: rank 0's.
+  // The settings used: rank 0's (settings.float_reductions: floating-point
+  // sums on comms of three or more ranks are split too).
   topo::ChunkSettings settings{};
   // What the size came from besides them: the slowest NIC among the ranks
   // (Gbit/s, 0 if none is known), and whether every rank marks classes.

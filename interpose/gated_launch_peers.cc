@@ -153,7 +153,7 @@ void GatedLauncher::PeersKnown(CommState& state, absl::StatusOr<std::vector<topo
       TRIRACE_INFO(TOPO, kWhat, state.index, CommIdHex(state.id), agreed.differs, "");
     }
   }
-  state.chunk_float_reductions.store(agreed.float_reductions, std::memory_order_relaxed);
+  state.chunk_float_reductions.store(agreed.settings.float_reductions, std::memory_order_relaxed);
   const uint64_t chunk = agreed.bytes;
   uint64_t unset = CommState::kChunkBytesUnset;
   state.chunk_bytes.compare_exchange_strong(unset, chunk, std::memory_order_acq_rel);

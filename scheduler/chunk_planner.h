@@ -18,9 +18,10 @@
 // exchanged uses kUnagreedChunkBytes, a constant; a non-zero fixed size
 // (TRIRACE_CHUNK_BYTES) replaces the rule on every comm. The settings
 // themselves (fixed size, chunk_ns, min_bytes) are the comm's rank 0's,
-// carried in the same records (interpose/chunk_agreement.h). A comm across hosts whose every record
-// says class priority (PeerIdentity::class_priority) is not split: P2P and
-// SPARSE then pass DENSE on the wire packet by packet, and a chunk would
+// carried in the same records (interpose/chunk_agreement.h). A comm
+// across hosts whose every record says class priority
+// (PeerIdentity::class_priority) is not split: P2P and SPARSE then pass
+// DENSE on the wire packet by packet, and a chunk would
 // only add a step to DENSE's path (measured: docs/performance.md, "Where
 // the gate acts"); one rank without it keeps the split on every rank.
 //

@@ -42,7 +42,7 @@ TEST(ChunkAgreementTest, AlikeSettingsGiveTheWireTimeRuleAndNoComplaint) {
   // 4 ms of 300 Mbit/s, in whole 4 KiB granules.
   EXPECT_EQ(a.bytes, sched::CommChunkBytes(0, 4000 * 1000, 65536, 2, 0.3e9 / 8));
   EXPECT_EQ(a.bytes, 147456u);
-  EXPECT_FALSE(a.float_reductions);
+  EXPECT_FALSE(a.settings.float_reductions);
   EXPECT_EQ(a.differs, "");
   EXPECT_DOUBLE_EQ(a.slowest_gbps, 0.3);
 }
@@ -68,7 +68,7 @@ TEST(ChunkAgreementTest, EveryRankPlansWithRankZerosSettings) {
   for (const Case& c : cases) {
     const AgreedChunks a = AgreeChunks(Records({kDefaults, kDefaults, c.other, c.other}), 2);
     EXPECT_EQ(a.bytes, alike.bytes) << c.says;
-    EXPECT_EQ(a.float_reductions, alike.float_reductions) << c.says;
+    EXPECT_EQ(a.settings.float_reductions, alike.settings.float_reductions) << c.says;
     EXPECT_EQ(a.settings, kDefaults) << c.says;
     EXPECT_EQ(a.differs, c.says);
     // With the other settings on rank 0, they are what every rank uses.
