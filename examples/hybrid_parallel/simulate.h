@@ -16,10 +16,11 @@
 //     gets a share, so an eager send queued behind another does not slow
 //     the one before it down;
 //   - transfers within a host taking no time;
-//   - a transfer starting when both ends have posted it (P2P: the send and
-//     the matching receive at their streams' heads; collectives: every
-//     member at its stream's head); a ring collective as one flow per
-//     member to its successor carrying its ring bytes.
+//   - a P2P transfer starting when the send is at its stream's head (sends
+//     are eager and buffered, as on the TCP plugin: the matching receive
+//     only waits for the bytes); a collective's when every member is at
+//     its stream's head; a ring collective as one flow per member to its
+//     successor carrying its ring bytes.
 // With WireOrder::kClassPriority the links serve P2P, then SPARSE, then
 // DENSE (strict priority, what TriRace's class priority aims at, with DENSE
 // filling every byte P2P leaves); kFrontStageFirst adds TriRace's rule
