@@ -8,28 +8,12 @@
 #include "common/logging.h"
 #include "common/params.h"
 #include "interpose/plugin_occupancy.h"
-#include "scheduler/adversarial_policy.h"
-#include "scheduler/fifo_policy.h"
-#include "scheduler/priority_policy.h"
-#include "scheduler/trirace_policy.h"
+#include "scheduler/policy_factory.h"
 #include "topology/monitors/ib_counters.h"
 #include "topology/monitors/net_stats.h"
 #include "topology/monitors/nvlink_counters.h"
 
 namespace trirace::interpose {
-
-std::unique_ptr<sched::Policy> MakePolicy(PolicyKind kind) {
-  switch (kind) {
-    case PolicyKind::kFifo: return std::make_unique<sched::FifoPolicy>();
-    case PolicyKind::kPriority:
-      return std::make_unique<sched::PriorityPolicy>(sched::PriorityPolicyConfig::FromParams());
-    case PolicyKind::kTrirace:
-      return std::make_unique<sched::TriracePolicy>(sched::TriracePolicyConfig::FromParams());
-    case PolicyKind::kAdversarial:
-      return std::make_unique<sched::AdversarialPolicy>(sched::AdversarialPolicyConfig::FromParams());
-  }
-  return std::make_unique<sched::TriracePolicy>(sched::TriracePolicyConfig::FromParams());
-}
 
 std::optional<topo::IbPort> RdmaPortOf(const std::string& nic, const std::string& sys_root) {
   namespace fs = std::filesystem;
@@ -78,9 +62,8 @@ absl::StatusOr<std::unique_ptr<OccupancyReader>> MakeOccupancyReader(OccupancySo
 absl::StatusOr<std::unique_ptr<sched::Engine>> MakeEngineFromParams(sched::GateOpener* opener, OpLinks& links,
                                                                     sched::EngineOptions options) {
   const PolicyKind policy = ParamChoice<PolicyKind>();
-  // Only trirace reads the tuner's factors.
-  if (policy != PolicyKind::kTrirace) options.tuning.enabled = false;
-  auto engine = std::make_unique<sched::Engine>(MakePolicy(policy), opener, options);
+  auto engine = std::make_unique<sched::Engine>(sched::MakePolicy(policy), opener,
+                                                sched::EngineOptionsFor(policy, options));
   links.Register(*engine);
 
   const OccupancySource source = ParamChoice<OccupancySource>();

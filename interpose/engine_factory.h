@@ -1,8 +1,9 @@
-// Where the TRIRACE_* parameters become scheduler objects: the policy
-// (TRIRACE_POLICY), the occupancy reader (TRIRACE_OCCUPANCY) and a ready
-// engine with the links of the topology (op_links.h). scheduler/ holds the
-// implementations and knows nothing of params-to-object choices or of the
-// plugin's reader library; this file is the one place that picks them.
+// Where the TRIRACE_* parameters become the shim's scheduler objects: the
+// occupancy reader (TRIRACE_OCCUPANCY) and a ready engine with the policy
+// of TRIRACE_POLICY (sched::MakePolicy, scheduler/policy_factory.h, which
+// the simulator calls too) and the links of the topology (op_links.h).
+// scheduler/ knows nothing of the plugin's reader library; this file is the
+// one place that picks a reader.
 //
 //   std::unique_ptr<OpLinks> links = OpLinks::FromParams();
 //   absl::StatusOr<std::unique_ptr<sched::Engine>> engine = MakeEngineFromParams(&gates, *links);
@@ -29,9 +30,6 @@
 #include "scheduler/policy.h"
 
 namespace trirace::interpose {
-
-// The policy of `kind` (TRIRACE_POLICY), configured from the params registry.
-std::unique_ptr<sched::Policy> MakePolicy(PolicyKind kind);
 
 // The reader `source` (TRIRACE_OCCUPANCY) asks for, for the NIC `nic`
 // (a netdev or an RDMA device name): kPlugin (the net plugin's segment; an

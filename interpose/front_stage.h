@@ -24,7 +24,7 @@
 // same. Marks change no byte and no order inside NCCL, only which packet a
 // priority queue sends first, so ranks may decide differently without harm.
 //
-// Thread safety: PlaceOnHost is pure. The process-wide answer is an atomic,
+// Thread safety: the process-wide answer is an atomic,
 // set by the launcher and read by the net plugin's threads through
 // trirace_dense_ahead().
 #ifndef TRIRACE_INTERPOSE_FRONT_STAGE_H_
@@ -33,20 +33,15 @@
 #include <span>
 
 #include "absl/strings/string_view.h"
-#include "topology/peer_identity.h"
+#include "topology/uplink_place.h"
 
 namespace trirace::interpose {
 
-enum class HostPlace {
-  kAlone,   // no other rank of the comm on its uplink (or `rank` out of range)
-  kFront,   // the lowest comm rank among two or more on its uplink
-  kBehind,  // another rank of the comm on its uplink has a lower comm rank
-};
-absl::string_view HostPlaceName(HostPlace place);  // "alone", "front", "behind"
-
-// Where comm rank `rank` stands among the ranks of `ranks` (by comm rank)
-// that share its uplink.
-HostPlace PlaceOnHost(std::span<const topo::PeerIdentity> ranks, int rank);
+// Where a rank stands on its uplink: topology/uplink_place.h (pure, shared
+// with the simulator).
+using topo::HostPlace;
+using topo::HostPlaceName;
+using topo::PlaceOnHost;
 
 // The process-wide answer of trirace_dense_ahead(). The launcher notes the
 // place of each pipeline comm (GatedLauncher, at the comm's first P2P op

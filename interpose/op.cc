@@ -3,6 +3,7 @@
 #include "interpose/comm_state.h"
 #include "interpose/nccl_api.h"
 #include "interpose/user_group.h"
+#include "scheduler/chunk_planner.h"
 
 namespace trirace::interpose {
 
@@ -33,22 +34,12 @@ ncclResult_t CallReal(const RealNccl& real, const Op& o) {
 }
 
 bool SplitIsExact(const Op& op) {
-  switch (op.func) {
-    case NcclFunc::kBroadcast:
-    case NcclFunc::kBcast:
-      return true;
-    case NcclFunc::kAllReduce:
-    case NcclFunc::kReduce:
-    case NcclFunc::kReduceScatter:
-      break;
-    default:
-      return false;
-  }
-  if (op.redop == ncclMax || op.redop == ncclMin) return true;
-  if (op.redop != ncclSum && op.redop != ncclProd && op.redop != ncclAvg) return false;  // PreMulSum, user ops
-  // Two ranks: every element is one operation on two values, and IEEE
-  // addition and multiplication commute, so no order exists to change.
-  if (op.state != nullptr && op.state->nranks == 2) return true;
+  sched::ReduceKind kind = sched::ReduceKind::kOther;
+  if (op.redop == ncclMax || op.redop == ncclMin) kind = sched::ReduceKind::kMinMax;
+  if (op.redop == ncclSum) kind = sched::ReduceKind::kSum;
+  if (op.redop == ncclProd) kind = sched::ReduceKind::kProd;
+  if (op.redop == ncclAvg) kind = sched::ReduceKind::kAvg;
+  bool integer = false;
   switch (op.datatype) {
     case ncclInt8:
     case ncclUint8:
@@ -56,10 +47,13 @@ bool SplitIsExact(const Op& op) {
     case ncclUint32:
     case ncclInt64:
     case ncclUint64:
-      return true;
+      integer = true;
+      break;
     default:
-      return false;
+      break;
   }
+  const int nranks = op.state != nullptr ? op.state->nranks : 0;
+  return sched::SplitKeepsEveryBit(op.func, kind, integer, nranks);
 }
 
 }  // namespace trirace::interpose

@@ -73,7 +73,9 @@ bool HasReal(const RealNccl& real, NcclFunc func);
 // and a chunk moves every boundary, so the result changes by rounding (as
 // it does when NCCL picks another algorithm). Such ops are split only with
 // TRIRACE_CHUNK_FLOAT_REDUCTIONS=on. The rank count comes from op.state;
-// an op without one counts as three or more ranks.
+// an op without one counts as three or more ranks. The rule itself is
+// sched::SplitKeepsEveryBit (scheduler/chunk_planner.h), which the
+// simulator uses too.
 bool SplitIsExact(const Op& op);
 
 }  // namespace trirace::interpose

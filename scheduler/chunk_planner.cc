@@ -8,6 +8,29 @@ bool IsChunkable(NcclFunc f) {
   return f == NcclFunc::kAllReduce || f == NcclFunc::kReduce || f == NcclFunc::kBroadcast || f == NcclFunc::kBcast;
 }
 
+bool SplitKeepsEveryBit(NcclFunc f, ReduceKind op, bool integer_elements, int nranks) {
+  switch (f) {
+    case NcclFunc::kBroadcast:
+    case NcclFunc::kBcast:
+      return true;
+    case NcclFunc::kAllReduce:
+    case NcclFunc::kReduce:
+    case NcclFunc::kReduceScatter:
+      break;
+    default:
+      return false;
+  }
+  switch (op) {
+    case ReduceKind::kMinMax: return true;
+    case ReduceKind::kSum:
+    case ReduceKind::kProd:
+    case ReduceKind::kAvg: return nranks == 2 || integer_elements;
+    case ReduceKind::kNone:
+    case ReduceKind::kOther: return false;
+  }
+  return false;
+}
+
 ChunkPlan PlanChunks(NcclFunc func, uint64_t count, size_t dtype_size, uint64_t chunk_bytes) {
   const uint64_t elem = dtype_size == 0 ? 1 : dtype_size;
   ChunkPlan plan;

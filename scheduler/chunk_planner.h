@@ -56,6 +56,28 @@ namespace trirace::sched {
 // True for the functions PlanChunks may split.
 bool IsChunkable(NcclFunc f);
 
+// What a reduction does with its elements (NCCL's ncclRedOp_t, without the
+// NCCL header), for SplitKeepsEveryBit.
+enum class ReduceKind : uint8_t {
+  kNone,    // no reduction: data movement (Broadcast, AllGather, ...)
+  kSum,
+  kProd,
+  kAvg,
+  kMinMax,  // ncclMin, ncclMax
+  kOther,   // PreMulSum, user-defined operations
+};
+
+// True when issuing the op as several calls on sub-ranges gives every bit
+// the whole call gives: always for Broadcast; for AllReduce, Reduce and
+// ReduceScatter with min/max, with any sum, product or average on two
+// ranks (each element is one commutative operation on two values) or on
+// integer elements; never otherwise. A chunked floating-point sum on
+// three or more ranks moves the ring's segment boundaries and so the
+// order of additions (TRIRACE_CHUNK_FLOAT_REDUCTIONS accepts that). The
+// shim's launcher (interpose/op.h SplitIsExact) and the simulator decide
+// with this one rule.
+bool SplitKeepsEveryBit(NcclFunc f, ReduceKind op, bool integer_elements, int nranks);
+
 // Chunk boundaries aim at multiples of this many bytes (when the element
 // size divides it), which keeps chunks friendly to NCCL's protocols.
 inline constexpr uint64_t kChunkGranuleBytes = 4096;

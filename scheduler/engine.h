@@ -210,6 +210,11 @@ class Engine {
   // due, runs the policy, applies the hold bound. Returns the clock time at
   // which the next Step is wanted (kNeverNs: none until something changes).
   int64_t Step();
+  // The clock time the next Step() is wanted at, as Step() would return it
+  // now (kNeverNs: none until something changes). For a caller that drives
+  // the engine (the simulator) after Submit, Complete or BeginIteration,
+  // which run their pass on the calling thread and return nothing of it.
+  int64_t WantedWakeNs() const ABSL_LOCKS_EXCLUDED(mu_);
 
   EngineStats stats() const;
   size_t pending_count() const;

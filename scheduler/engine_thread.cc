@@ -28,6 +28,11 @@ int64_t Engine::WantedWakeLocked(int64_t now) const {
   return wake;
 }
 
+int64_t Engine::WantedWakeNs() const {
+  absl::MutexLock lock(&mu_);
+  return WantedWakeLocked(options_.clock->NowNs());
+}
+
 void Engine::MaybeWakeThreadLocked(int64_t now) {
   if (!have_thread_) return;
   if (thread_awake_) {

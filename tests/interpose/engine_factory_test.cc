@@ -1,5 +1,6 @@
 // interpose/engine_factory: params to policy, occupancy reader and engine.
 #include "interpose/engine_factory.h"
+#include "scheduler/policy_factory.h"
 
 #include <unistd.h>
 
@@ -76,7 +77,7 @@ TEST(PluginOccupancyTest, NoSegmentIsAnErrorNotACrash) {
 
 TEST(MakePolicyTest, EachKindMakesThePolicyOfItsName) {
   for (int i = 0; i < static_cast<int>(std::size(kPolicyKindTexts)); ++i) {
-    std::unique_ptr<sched::Policy> policy = MakePolicy(static_cast<PolicyKind>(i));
+    std::unique_ptr<sched::Policy> policy = sched::MakePolicy(static_cast<PolicyKind>(i));
     ASSERT_NE(policy, nullptr);
     EXPECT_EQ(std::string(policy->name()), std::string(kPolicyKindTexts[i]));
   }

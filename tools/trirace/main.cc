@@ -51,7 +51,7 @@ int Main(int argc, char** argv) {
   StyleHelp(app);
   std::vector<Command> commands = {AddVersionCommand(app), AddEnvCommand(app), AddRunCommand(app),
                                    AddNetTopCommand(app), AddDemoCommand(app),
-                                   AddTopoCommand(app)};
+                                   AddTopoCommand(app), AddSimCommand(app)};
   for (const Command& c : commands) {
     c.app->group("commands");
     c.app->set_help_flag("-h,--help", "print this help and exit");  // in the group "options"

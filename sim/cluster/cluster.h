@@ -1,0 +1,105 @@
+// A simulated cluster: the hardware (a topo::System: hosts, GPUs, NICs,
+// NVLink, PCIe, the fabric) plus what the simulator needs beyond it: where
+// each rank runs, message latencies, the transport's matching rule and the
+// test bed's shaping.
+//
+//   absl::StatusOr<Cluster> c = MakeCluster("dgx-h100", {.hosts = 32});
+//   absl::StatusOr<Cluster> bed = MakeCluster("bed.json", {});   // a spec file
+//
+// Built-ins (BuiltinClusterNames()):
+//   dgx-h100   8 H100 per node on NVSwitch (18 NVLinks of 200 Gbit/s per
+//              GPU), 8 x 400 Gbit/s InfiniBand NICs (one per GPU, on its
+//              PCIe switch), a rail-optimised fabric; 4 nodes by default.
+//   pcie-2nic  8 GPUs per node on two PCIe Gen4 switches (4 GPUs and one
+//              NIC each), no NVLink, 2 x 100 Gbit/s; one switch between
+//              nodes; 4 nodes by default.
+//   testbed    the namespace test bed as bench/e2e runs it: 4 hosts of 2
+//              ranks (processes without GPUs), one uplink each at 300
+//              Mbit/s shaped by a token bucket (burst 1 ms of the rate, at
+//              least 32768 bytes, at a 10 Gbit/s line), sockets (eager
+//              sends) whose bytes queue in FIFO order in front of each
+//              uplink (256 KiB per socket, at most 20 ms: testbed.sh's
+//              TCP small queues and port queue), ranks on one host over
+//              shared memory.
+// A file is a TriRace JSON topology spec (topology/discovery/json_spec.h;
+// `trirace topo --json`, `testbed.sh spec`): ranks per host = GPUs per host
+// (1 on hosts without GPUs); Ethernet NICs mean sockets (with the test
+// bed's queues), InfiniBand RDMA.
+//
+// Options override a cluster's defaults: hosts (a file's hosts are copied
+// round-robin, as `like` would), each NIC's rate, ranks per host, the
+// fabric (rail-optimised or two-tier with a given oversubscription).
+//
+// Rank r runs on host r / ranks_per_host, on that host's GPU
+// r % ranks_per_host (launchers place ranks this way).
+//
+// Thread safety: a Cluster is a value; share it read-only.
+#ifndef TRIRACE_SIM_CLUSTER_CLUSTER_H_
+#define TRIRACE_SIM_CLUSTER_CLUSTER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "topology/model.h"
+#include "topology/paths.h"
+
+namespace trirace::sim {
+
+// How a send meets its receive.
+enum class Transport {
+  kSocket,  // eager: a send's bytes flow as soon as it is posted (TCP)
+  kRdma,    // receiver-ready: they flow once the receive is posted too
+};
+
+struct ClusterOptions {
+  int hosts = 0;             // 0: the cluster's own count
+  double gbps = 0;           // every NIC's rate; 0: as the cluster has it
+  int ranks_per_host = 0;    // 0: GPUs per host (1 without GPUs; testbed 2)
+  std::optional<topo::Fabric::Kind> fabric;  // nullopt: the cluster's
+  double oversubscription = 0;  // two-tier leaf down/up; 0: the cluster's (or 1)
+  int hosts_per_leaf = 0;       // two-tier; 0: the cluster's (or 16)
+  std::optional<Transport> transport;
+};
+
+struct Cluster {
+  std::string name;    // built-in name or the file's path
+  topo::System system;
+  int ranks_per_host = 1;
+  Transport transport = Transport::kRdma;
+  int64_t net_latency_ns = 5'000;    // per message (ring step) between hosts
+  int64_t local_latency_ns = 1'000;  // per message inside a host
+  // Token bucket on every NIC link (0: none), as testbed.sh shapes.
+  double burst_bytes = 0;
+  double line_gbps = 0;
+  // A FIFO queue in front of every NIC link (sockets; 0: none, as RDMA's
+  // queue pairs share a port): each TCP flow keeps up to nic_queue_bytes
+  // queued there (the test bed's tcp_limit_output_bytes, 256 KiB), a new
+  // flow waits for them, at most nic_max_queue_ns (its port queue, 20 ms).
+  double nic_queue_bytes = 0;
+  int64_t nic_max_queue_ns = 0;
+
+  int hosts() const { return int(system.hosts.size()); }
+  int ranks() const { return hosts() * ranks_per_host; }
+  int HostOf(int rank) const { return rank / ranks_per_host; }
+  // Where rank r sends from: its GPU, or (no GPUs) its host's first NIC.
+  topo::Endpoint EndpointOf(int rank) const;
+  // The NIC (index in its host's nics) rank r uses; -1 when none.
+  int NicOf(int rank) const;
+  // The NIC rate of rank r, bytes/s (0 unknown).
+  double NicBytesPerS(int rank) const;
+};
+
+std::vector<std::string> BuiltinClusterNames();
+
+// The built-in cluster `name_or_file`, or the spec file of that path.
+// Errors name what is wrong: "--cluster 'x': expected one of dgx-h100,
+// pcie-2nic, testbed or a JSON spec file", the file and line of a spec that
+// does not parse, a bad option value.
+absl::StatusOr<Cluster> MakeCluster(const std::string& name_or_file, const ClusterOptions& options);
+
+}  // namespace trirace::sim
+
+#endif  // TRIRACE_SIM_CLUSTER_CLUSTER_H_

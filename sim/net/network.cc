@@ -1,0 +1,396 @@
+#include "sim/net/network.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace trirace::sim {
+namespace {
+
+constexpr double kFrameBytes = 9000;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// A flow with less than this left is done (rounding of rate * time).
+constexpr double kDoneBytes = 1e-3;
+
+// Nanoseconds to move `bytes` at `bytes_per_s`, rounded up.
+int64_t NsFor(double bytes, double bytes_per_s) {
+  const double ns = std::ceil(bytes / bytes_per_s * 1e9);
+  return ns >= 9e18 ? kNever : std::max<int64_t>(int64_t(ns), 0);
+}
+
+}  // namespace
+
+Network::Network(std::vector<NetLinkSpec> links, bool class_queues) : class_queues_(class_queues) {
+  links_.resize(links.size());
+  for (size_t i = 0; i < links.size(); ++i) {
+    Link& l = links_[i];
+    l.spec = std::move(links[i]);
+    if (l.spec.burst_bytes < kFrameBytes || l.spec.line_bytes_per_s <= l.spec.bytes_per_s) l.spec.burst_bytes = 0;
+    l.tokens = l.spec.burst_bytes;
+    l.at_line = l.spec.burst_bytes > 0;
+  }
+}
+
+int Network::AddCounter() {
+  counters_.emplace_back();
+  counters_.back().since = now_;
+  return int(counters_.size()) - 1;
+}
+
+double Network::Capacity(const Link& l) const {
+  if (l.spec.bytes_per_s <= 0) return kInf;
+  return l.at_line ? l.spec.line_bytes_per_s : l.spec.bytes_per_s;
+}
+
+void Network::Push(int64_t t, EventKind kind, int32_t id, uint32_t version) {
+  events_.push(Event{t, seq_++, kind, id, version});
+}
+
+FlowIx Network::Start(FlowSpec spec, int64_t now) {
+  now_ = std::max(now_, now);
+  const FlowIx f = FlowIx(flows_.size());
+  flows_.emplace_back();
+  Flow& flow = flows_.back();
+  flow.spec = std::move(spec);
+  flow.left = std::max(flow.spec.bytes, 0.0);
+  flow.start_ns = now_ + std::max<int64_t>(flow.spec.latency_ns, 0);
+  flow.unlimited = true;
+  for (const FlowLink& fl : flow.spec.links) {
+    if (links_[size_t(fl.link)].spec.bytes_per_s > 0) flow.unlimited = false;
+  }
+  ++stats_.flows;
+  if (flow.spec.fifo_key >= 0) {
+    std::deque<FlowIx>& q = fifo_[flow.spec.fifo_key];
+    q.push_back(f);
+    flow.queued_head = q.size() == 1;
+  }
+  if (flow.queued_head) Push(flow.start_ns, EventKind::kStart, f, 0);
+  return f;
+}
+
+void Network::MarkDirty(LinkIx l) { dirty_.push_back(l); }
+
+int64_t Network::QueueDelayNs(const Flow& flow) const {
+  int64_t delay = 0;
+  for (const FlowLink& fl : flow.spec.links) {
+    const Link& l = links_[size_t(fl.link)];
+    if (l.spec.queue_bytes <= 0 || l.spec.bytes_per_s <= 0) continue;
+    double ahead = 0;
+    for (FlowIx o : l.active) {
+      const Flow& other = flows_[size_t(o)];
+      if (class_queues_ && other.spec.level > flow.spec.level) continue;  // a lower band
+      const double left = std::max(other.left - other.rate * double(now_ - other.since) * 1e-9, 0.0);
+      for (const FlowLink& ol : other.spec.links) {
+        if (ol.link == fl.link) ahead += std::min(left, l.spec.queue_bytes) * ol.transfers;
+      }
+    }
+    int64_t ns = NsFor(ahead, Capacity(l));
+    if (l.spec.max_queue_ns > 0) ns = std::min(ns, l.spec.max_queue_ns);
+    delay = std::max(delay, ns);
+  }
+  return delay;
+}
+
+void Network::Activate(FlowIx f) {
+  Flow& flow = flows_[size_t(f)];
+  if (!flow.queued && !flow.unlimited) {
+    flow.queued = true;
+    if (const int64_t wait = QueueDelayNs(flow); wait > 0) {
+      flow.start_ns = now_ + wait;
+      Push(flow.start_ns, EventKind::kStart, f, 0);
+      return;
+    }
+  }
+  flow.state = FlowState::kActive;
+  flow.since = now_;
+  if (flow.unlimited || flow.left <= kDoneBytes) {
+    unlimited_started_.push_back(f);
+    return;
+  }
+  flow.on_links = true;
+  for (const FlowLink& fl : flow.spec.links) {
+    links_[size_t(fl.link)].active.push_back(f);
+    MarkDirty(fl.link);
+  }
+  stats_.peak_active = std::max(stats_.peak_active, ++active_count_);
+}
+
+void Network::Finish(FlowIx f, std::vector<uint64_t>* finished) {
+  Flow& flow = flows_[size_t(f)];
+  if (flow.state == FlowState::kDone) return;
+  flow.state = FlowState::kDone;
+  flow.left = 0;
+  if (flow.on_links) {
+    flow.on_links = false;
+    for (const FlowLink& fl : flow.spec.links) {
+      Link& l = links_[size_t(fl.link)];
+      auto it = std::find(l.active.begin(), l.active.end(), f);
+      if (it != l.active.end()) {
+        *it = l.active.back();
+        l.active.pop_back();
+      }
+      MarkDirty(fl.link);
+      if (fl.counter >= 0 && flow.rate > 0) {
+        Integrator& c = counters_[size_t(fl.counter)];
+        c.SetRate(now_, c.rate - flow.rate * fl.transfers);
+      }
+    }
+    flow.rate = 0;
+    --active_count_;
+  }
+  finished->push_back(flow.spec.cookie);
+  if (flow.spec.fifo_key >= 0) {
+    auto q = fifo_.find(flow.spec.fifo_key);
+    if (q != fifo_.end()) {
+      if (!q->second.empty() && q->second.front() == f) q->second.pop_front();
+      if (q->second.empty()) {
+        fifo_.erase(q);
+      } else {
+        Flow& next = flows_[size_t(q->second.front())];
+        next.queued_head = true;
+        Push(std::max(next.start_ns, now_), EventKind::kStart, q->second.front(), 0);
+      }
+    }
+  }
+}
+
+void Network::SettleTokens(Link& l) {
+  if (l.spec.burst_bytes <= 0) return;
+  const double dt = double(now_ - l.tokens_since) * 1e-9;
+  l.tokens = std::clamp(l.tokens + (l.spec.bytes_per_s - l.used) * dt, 0.0, l.spec.burst_bytes);
+  l.tokens_since = now_;
+}
+
+void Network::ScheduleBucket(LinkIx li) {
+  Link& l = links_[size_t(li)];
+  if (l.spec.burst_bytes <= 0) return;
+  ++l.version;
+  const double net = l.spec.bytes_per_s - l.used;  // bytes/s into the bucket
+  if (l.at_line && net < 0) {
+    Push(now_ + NsFor(l.tokens, -net), EventKind::kBucket, li, l.version);
+  } else if (!l.at_line && net > 0) {
+    Push(now_ + NsFor(std::max(kFrameBytes - l.tokens, 0.0), net), EventKind::kBucket, li, l.version);
+  }
+}
+
+void Network::Solve() {
+  if (dirty_.empty()) return;
+  ++epoch_;
+  comp_links_.clear();
+  comp_flows_.clear();
+  // The links and flows connected to a change.
+  for (LinkIx d : dirty_) {
+    if (links_[size_t(d)].mark == epoch_) continue;
+    links_[size_t(d)].mark = epoch_;
+    size_t head = comp_links_.size();
+    comp_links_.push_back(d);
+    while (head < comp_links_.size()) {
+      const Link& l = links_[size_t(comp_links_[head++])];
+      for (FlowIx f : l.active) {
+        Flow& flow = flows_[size_t(f)];
+        if (flow.mark == epoch_) continue;
+        flow.mark = epoch_;
+        comp_flows_.push_back(f);
+        for (const FlowLink& fl : flow.spec.links) {
+          Link& next = links_[size_t(fl.link)];
+          if (next.mark == epoch_) continue;
+          next.mark = epoch_;
+          comp_links_.push_back(fl.link);
+        }
+      }
+    }
+  }
+  dirty_.clear();
+  ++stats_.solves;
+  stats_.solved_flows += comp_flows_.size();
+  // Flows in a fixed order, whatever order the search found them in.
+  std::sort(comp_flows_.begin(), comp_flows_.end());
+  for (LinkIx li : comp_links_) {
+    Link& l = links_[size_t(li)];
+    SettleTokens(l);
+    l.rem = Capacity(l);
+    l.users = 0;
+  }
+  std::vector<double> old_rate(comp_flows_.size());
+  int max_level = 0;
+  for (size_t i = 0; i < comp_flows_.size(); ++i) {
+    Flow& flow = flows_[size_t(comp_flows_[i])];
+    flow.left = std::max(flow.left - flow.rate * double(now_ - flow.since) * 1e-9, 0.0);
+    flow.since = now_;
+    old_rate[i] = flow.rate;
+    flow.frozen = false;
+    if (class_queues_) max_level = std::max(max_level, flow.spec.level);
+  }
+  // Progressive filling, level by level: the tightest link's fair share
+  // fixes the rate of every unfrozen flow on it.
+  using Share = std::pair<double, LinkIx>;
+  std::vector<Share> heap;
+  std::vector<FlowIx> level_flows;
+  for (int level = 0; level <= max_level; ++level) {
+    level_flows.clear();
+    for (FlowIx f : comp_flows_) {
+      const Flow& flow = flows_[size_t(f)];
+      if (!class_queues_ || flow.spec.level == level) level_flows.push_back(f);
+    }
+    if (level_flows.empty()) continue;
+    for (FlowIx f : level_flows) {
+      for (const FlowLink& fl : flows_[size_t(f)].spec.links) links_[size_t(fl.link)].users += fl.transfers;
+    }
+    heap.clear();
+    auto share_of = [&](LinkIx li) {
+      const Link& l = links_[size_t(li)];
+      return std::max(l.rem, 0.0) / double(l.users);
+    };
+    for (LinkIx li : comp_links_) {
+      const Link& l = links_[size_t(li)];
+      if (l.users > 0 && l.rem < kInf) heap.push_back({share_of(li), li});
+    }
+    std::make_heap(heap.begin(), heap.end(), std::greater<Share>());
+    size_t left = level_flows.size();
+    while (left > 0 && !heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<Share>());
+      const Share top = heap.back();
+      heap.pop_back();
+      const Link& tight = links_[size_t(top.second)];
+      if (tight.users <= 0 || share_of(top.second) != top.first) continue;  // stale
+      const double share = top.first;
+      // Freeze every unfrozen flow of this level on the tight link.
+      for (FlowIx f : tight.active) {
+        Flow& flow = flows_[size_t(f)];
+        if (flow.frozen || (class_queues_ && flow.spec.level != level)) continue;
+        flow.frozen = true;
+        flow.rate = share;
+        --left;
+        for (const FlowLink& fl : flow.spec.links) {
+          Link& l = links_[size_t(fl.link)];
+          l.users -= fl.transfers;
+          if (l.rem < kInf) {
+            l.rem -= share * fl.transfers;
+            if (l.users > 0) {
+              heap.push_back({share_of(fl.link), fl.link});
+              std::push_heap(heap.begin(), heap.end(), std::greater<Share>());
+            }
+          }
+        }
+      }
+    }
+    // Flows on unlimited links only (none here: Activate keeps those out).
+    for (FlowIx f : level_flows) {
+      Flow& flow = flows_[size_t(f)];
+      if (!flow.frozen) {
+        flow.frozen = true;
+        flow.rate = 0;
+      }
+    }
+    for (FlowIx f : level_flows) {
+      for (const FlowLink& fl : flows_[size_t(f)].spec.links) links_[size_t(fl.link)].users = 0;
+    }
+  }
+  // New rates: counters, finish events, link use and buckets.
+  for (size_t i = 0; i < comp_flows_.size(); ++i) {
+    const FlowIx f = comp_flows_[i];
+    Flow& flow = flows_[size_t(f)];
+    if (flow.rate == old_rate[i] && old_rate[i] > 0) continue;  // its finish event stands
+    for (const FlowLink& fl : flow.spec.links) {
+      if (fl.counter < 0) continue;
+      Integrator& c = counters_[size_t(fl.counter)];
+      c.SetRate(now_, c.rate + (flow.rate - old_rate[i]) * fl.transfers);
+    }
+    ++flow.version;
+    if (flow.rate > 0) Push(now_ + NsFor(flow.left, flow.rate), EventKind::kFinish, f, flow.version);
+  }
+  // Every flow moving on a component link is in the component.
+  for (LinkIx li : comp_links_) links_[size_t(li)].users = 0;
+  std::vector<double>& used = used_scratch_;
+  used.assign(comp_links_.size(), 0);
+  for (size_t i = 0; i < comp_links_.size(); ++i) links_[size_t(comp_links_[i])].users = int64_t(i);
+  for (FlowIx f : comp_flows_) {
+    const Flow& flow = flows_[size_t(f)];
+    for (const FlowLink& fl : flow.spec.links) used[size_t(links_[size_t(fl.link)].users)] += flow.rate * fl.transfers;
+  }
+  for (size_t i = 0; i < comp_links_.size(); ++i) {
+    Link& l = links_[size_t(comp_links_[i])];
+    l.users = 0;
+    l.bytes.SetRate(now_, used[i]);
+    l.used = used[i];
+    ScheduleBucket(comp_links_[i]);
+  }
+}
+
+int64_t Network::NextEventNs() {
+  Solve();
+  while (!events_.empty()) {
+    const Event& e = events_.top();
+    bool stale = false;
+    if (e.kind == EventKind::kFinish) {
+      const Flow& flow = flows_[size_t(e.id)];
+      stale = flow.state != FlowState::kActive || flow.version != e.version;
+    } else if (e.kind == EventKind::kBucket) {
+      stale = links_[size_t(e.id)].version != e.version;
+    } else {
+      stale = flows_[size_t(e.id)].state != FlowState::kWaiting;
+    }
+    if (!stale) break;
+    events_.pop();
+  }
+  const int64_t t = events_.empty() ? kNever : events_.top().t;
+  return unlimited_started_.empty() ? t : now_;
+}
+
+void Network::AdvanceTo(int64_t t, std::vector<uint64_t>* finished) {
+  now_ = std::max(now_, t);
+  for (;;) {
+    // Flows that cross nothing limited finish the moment they start.
+    if (!unlimited_started_.empty()) {
+      std::vector<FlowIx> done;
+      done.swap(unlimited_started_);
+      for (FlowIx f : done) Finish(f, finished);
+      continue;
+    }
+    if (events_.empty() || events_.top().t > now_) break;
+    const Event e = events_.top();
+    events_.pop();
+    switch (e.kind) {
+      case EventKind::kStart: {
+        Flow& flow = flows_[size_t(e.id)];
+        if (flow.state == FlowState::kWaiting && flow.queued_head) {
+          if (flow.start_ns > now_) {
+            Push(flow.start_ns, EventKind::kStart, e.id, 0);
+          } else {
+            Activate(e.id);
+          }
+        }
+        break;
+      }
+      case EventKind::kFinish: {
+        Flow& flow = flows_[size_t(e.id)];
+        if (flow.state != FlowState::kActive || flow.version != e.version) break;
+        flow.left = std::max(flow.left - flow.rate * double(now_ - flow.since) * 1e-9, 0.0);
+        flow.since = now_;
+        if (flow.left > kDoneBytes * std::max(1.0, flow.spec.bytes * 1e-9)) {
+          Push(now_ + std::max<int64_t>(NsFor(flow.left, flow.rate), 1), EventKind::kFinish, e.id, flow.version);
+          break;
+        }
+        Finish(e.id, finished);
+        break;
+      }
+      case EventKind::kBucket: {
+        Link& l = links_[size_t(e.id)];
+        if (l.version != e.version) break;
+        SettleTokens(l);
+        l.at_line = !l.at_line;
+        if (l.at_line) l.tokens = std::max(l.tokens, kFrameBytes);
+        if (!l.at_line) l.tokens = 0;
+        ++stats_.bucket_changes;
+        MarkDirty(e.id);
+        break;
+      }
+    }
+  }
+}
+
+double Network::LinkBytes(LinkIx l) const { return links_[size_t(l)].bytes.At(now_); }
+
+double Network::CounterBytes(int counter) const { return counters_[size_t(counter)].At(now_); }
+
+}  // namespace trirace::sim

@@ -1,0 +1,40 @@
+// Every requested mode of one workload on one cluster, next to the ideal
+// and the bound (mode.h defines them), and the figures the tables print:
+// speed-up against `off` and the share of the possible gain (off -> ideal).
+//
+//   absl::StatusOr<Comparison> c = CompareModes(cluster, workload, {Mode::kOff, Mode::kTrirace});
+//
+// Thread safety: as Simulate.
+#ifndef TRIRACE_SIM_RUN_COMPARE_H_
+#define TRIRACE_SIM_RUN_COMPARE_H_
+
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sim/run/simulation.h"
+
+namespace trirace::sim {
+
+struct Comparison {
+  std::vector<ModeResult> modes;  // in the order asked
+  ModeResult ideal;
+  double compute_ms = 0;  // the iteration with every link unlimited
+  double link_ms = 0;     // the busiest link's bytes per iteration at its rate
+  double bound_ms = 0;    // max(compute_ms, link_ms)
+
+  const ModeResult* Find(Mode m) const;
+  // off / mode; 0 without `off`.
+  double SpeedUp(const ModeResult& r) const;
+  // (off - mode) / (off - ideal); nullopt without `off` or when off is at the ideal.
+  std::optional<double> GainShare(const ModeResult& r) const;
+};
+
+// Runs `modes` (and the ideal and the bound's compute half); `trace`, if
+// set, records the run of `trace_mode`.
+absl::StatusOr<Comparison> CompareModes(const Cluster& cluster, const Workload& workload, const std::vector<Mode>& modes,
+                                        TraceOut* trace = nullptr, std::optional<Mode> trace_mode = std::nullopt);
+
+}  // namespace trirace::sim
+
+#endif  // TRIRACE_SIM_RUN_COMPARE_H_

@@ -1,0 +1,237 @@
+// trirace sim: a workload on a simulated cluster in every mode, next to the
+// ideal and the bound (docs/simulation.md; sim/).
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "commands.h"
+#include "config.h"
+#include "sim/cluster/cluster.h"
+#include "sim/run/compare.h"
+#include "sim/run/trace_out.h"
+#include "sim/workloads/collective.h"
+#include "sim/workloads/hybrid_example.h"
+#include "sim/workloads/replay.h"
+#include "sim/workloads/transformer.h"
+#include "sim_report.h"
+
+namespace trirace::tools {
+namespace {
+
+struct SimFlags {
+  std::string cluster;
+  sim::ClusterOptions cluster_options;
+  std::string fabric, transport;
+  std::string modes = "off,fifo,priority,wire,gate,trirace";
+  bool json = false, timing = false;
+  std::string trace, trace_mode;
+  // Workloads.
+  std::string preset;
+  std::vector<std::string> preset_flags;
+  std::string model;
+  sim::TrainingSpec training;
+  std::string schedule = "1f1b";
+  double tflops = 0, mem_gbps = 0;
+  std::string replay;
+  std::string collective;
+  uint64_t bytes = 0;
+  int ranks = 0;
+};
+
+int Usage(const std::string& why) {
+  std::fprintf(stderr, "trirace sim: %s (see trirace sim --help)\n", why.c_str());
+  return kExitUsage;
+}
+
+absl::StatusOr<std::vector<sim::Mode>> ParseModes(const std::string& text) {
+  std::vector<sim::Mode> out;
+  std::vector<std::string> names;
+  for (sim::Mode m : sim::AllModes()) names.emplace_back(sim::ModeName(m));
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    std::optional<sim::Mode> m = sim::ModeFromName(std::string_view(part.data(), part.size()));
+    if (!m) {
+      return absl::InvalidArgumentError(absl::StrCat("--modes: '", part, "' is not a mode; expected a comma list of ",
+                                                     absl::StrJoin(names, ", ")));
+    }
+    out.push_back(*m);
+  }
+  return out;
+}
+
+int RunSim(SimFlags& f) {
+  const int picked = int(!f.preset.empty()) + int(!f.model.empty()) + int(!f.replay.empty()) + int(!f.collective.empty());
+  if (picked != 1) return Usage("give exactly one workload: --preset, --model, --replay or --collective");
+  if (!f.preset_flags.empty() && f.preset.empty()) return Usage("flags after -- go with --preset only");
+  if (!f.fabric.empty()) {
+    if (f.fabric == "single") f.cluster_options.fabric = topo::Fabric::Kind::kSingleSwitch;
+    else if (f.fabric == "rail") f.cluster_options.fabric = topo::Fabric::Kind::kRailOptimized;
+    else if (f.fabric == "two-tier") f.cluster_options.fabric = topo::Fabric::Kind::kTwoTier;
+    else return Usage("--fabric '" + f.fabric + "': expected single, rail or two-tier");
+  }
+  if (!f.transport.empty()) {
+    if (f.transport == "socket") f.cluster_options.transport = sim::Transport::kSocket;
+    else if (f.transport == "rdma") f.cluster_options.transport = sim::Transport::kRdma;
+    else return Usage("--transport '" + f.transport + "': expected socket or rdma");
+  }
+  absl::StatusOr<std::vector<sim::Mode>> modes = ParseModes(f.modes);
+  if (!modes.ok()) return Usage(std::string(modes.status().message()));
+  std::optional<sim::Mode> trace_mode;
+  if (!f.trace.empty()) {
+    trace_mode = f.trace_mode.empty() ? std::optional<sim::Mode>(modes->back()) : sim::ModeFromName(f.trace_mode);
+    if (!trace_mode) return Usage("--trace-mode '" + f.trace_mode + "': expected one of the modes");
+    if (std::find(modes->begin(), modes->end(), *trace_mode) == modes->end() && *trace_mode != sim::Mode::kIdeal) {
+      modes->push_back(*trace_mode);
+    }
+  }
+  absl::StatusOr<sim::Cluster> cluster = sim::MakeCluster(f.cluster, f.cluster_options);
+  if (!cluster.ok()) return Usage(std::string(cluster.status().message()));
+
+  absl::StatusOr<sim::Workload> workload = absl::UnknownError("no workload");
+  if (!f.preset.empty()) {
+    hybrid::Config c;
+    std::string error;
+    std::vector<std::string> args = {"--preset", f.preset};
+    args.insert(args.end(), f.preset_flags.begin(), f.preset_flags.end());
+    if (!hybrid::ParseArgs(args, &c, &error)) return Usage(error);
+    if (c.world_size() != cluster->ranks()) {
+      return Usage(absl::StrCat("--preset ", f.preset, " runs ", c.world_size(), " ranks but cluster ", cluster->name,
+                                " has ", cluster->ranks(), " (", cluster->hosts(), " hosts x ",
+                                cluster->ranks_per_host, "); set --hosts / --ranks-per-host"));
+    }
+    workload = sim::HybridExampleWorkload(c);
+  } else if (!f.model.empty()) {
+    std::optional<sim::ModelSpec> model = sim::BuiltinModel(f.model);
+    if (!model) {
+      return Usage(absl::StrCat("--model '", f.model, "': expected one of ", absl::StrJoin(sim::BuiltinModelNames(), ", ")));
+    }
+    std::optional<sim::PipelineSchedule> schedule = sim::PipelineScheduleFromName(f.schedule);
+    if (!schedule) return Usage("--schedule '" + f.schedule + "': expected 1f1b, interleaved, 2bw or gpipe");
+    f.training.model = *model;
+    f.training.schedule = *schedule;
+    f.training.gpu = sim::DefaultGpuProfile(cluster->name);
+    if (f.tflops > 0) f.training.gpu.tflops = f.tflops;
+    if (f.mem_gbps > 0) f.training.gpu.mem_gbytes_per_s = f.mem_gbps;
+    if (absl::Status s = sim::ValidateTraining(f.training, *cluster); !s.ok()) return Usage(std::string(s.message()));
+    workload = sim::TransformerWorkload(f.training, *cluster);
+  } else if (!f.replay.empty()) {
+    workload = sim::ReplayWorkload(f.replay);
+    if (!workload.ok()) return Usage(std::string(workload.status().message()));
+    if (int(workload->ranks.size()) > cluster->ranks()) {
+      return Usage(absl::StrCat("--replay ", f.replay, " has ", workload->ranks.size(), " ranks but cluster ",
+                                cluster->name, " has ", cluster->ranks(), "; set --hosts / --ranks-per-host"));
+    }
+  } else {
+    std::optional<NcclFunc> func = sim::CollectiveFromName(f.collective);
+    if (!func) {
+      return Usage("--collective '" + f.collective + "': expected allreduce, allgather, reducescatter, alltoall or sendrecv");
+    }
+    sim::CollectiveSpec spec{*func, f.bytes, f.ranks > 0 ? f.ranks : cluster->ranks(), 1};
+    if (spec.ranks > cluster->ranks()) {
+      return Usage(absl::StrCat("--ranks ", spec.ranks, ": cluster ", cluster->name, " has ", cluster->ranks()));
+    }
+    workload = sim::CollectiveWorkload(spec);
+    if (!workload.ok()) return Usage(std::string(workload.status().message()));
+    sim::TraceOut trace;
+    sim::SimOptions o;
+    o.mode = modes->front();
+    if (!f.trace.empty()) o.trace = &trace;
+    absl::StatusOr<sim::ModeResult> r = sim::Simulate(*cluster, *workload, o);
+    if (!r.ok()) {
+      std::fprintf(stderr, "trirace sim: %s\n", std::string(r.status().message()).c_str());
+      return 1;
+    }
+    if (!f.trace.empty()) {
+      if (absl::Status s = trace.Write(f.trace, *workload); !s.ok()) return Usage(std::string(s.message()));
+    }
+    std::fputs(SimCollectiveReport(*cluster, *workload, *r, *func, f.bytes, spec.ranks, {f.json, f.timing}).c_str(), stdout);
+    return 0;
+  }
+  if (!workload.ok()) return Usage(std::string(workload.status().message()));
+  sim::TraceOut trace;
+  absl::StatusOr<sim::Comparison> c =
+      sim::CompareModes(*cluster, *workload, *modes, f.trace.empty() ? nullptr : &trace, trace_mode);
+  if (!c.ok()) {
+    std::fprintf(stderr, "trirace sim: %s\n", std::string(c.status().message()).c_str());
+    return 1;
+  }
+  if (!f.trace.empty()) {
+    if (absl::Status s = trace.Write(f.trace, *workload); !s.ok()) return Usage(std::string(s.message()));
+  }
+  std::fputs(SimWorkloadReport(*cluster, *workload, *c, {f.json, f.timing}).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+Command AddSimCommand(CLI::App& trirace) {
+  auto f = std::make_shared<SimFlags>();
+  CLI::App* app = trirace.add_subcommand(
+      "sim",
+      "Simulate a workload on a cluster in every mode, with the real scheduler in simulated time:\n"
+      "iteration time, speed-up against off, share of the possible gain, busiest links.\n"
+      "  trirace sim --cluster NAME|FILE [--hosts N] [--gbps G] [--modes off,trirace,...] [--json] [--trace FILE]\n"
+      "              ( --preset NAME [-- <hybrid_parallel flags>]\n"
+      "              | --model NAME --pp P --dp D [--tp T] --schedule 1f1b|interleaved|2bw|gpipe --microbatches M\n"
+      "              | --replay TRACE_DIR\n"
+      "              | --collective allreduce|allgather|reducescatter|alltoall|sendrecv --bytes N [--ranks N] )\n"
+      "TRIRACE_* variables configure the simulated engines as they configure the shim's.");
+  app->add_option("--cluster", f->cluster, "dgx-h100, pcie-2nic, testbed, or a JSON topology spec file")
+      ->type_name("NAME|FILE")
+      ->required();
+  app->add_option("--hosts", f->cluster_options.hosts, "nodes (default: the cluster's)")->type_name("N");
+  app->add_option("--gbps", f->cluster_options.gbps, "every NIC's rate, Gbit/s (default: the cluster's)")->type_name("G");
+  app->add_option("--ranks-per-host", f->cluster_options.ranks_per_host, "ranks per node (default: GPUs per node)")
+      ->type_name("R");
+  app->add_option("--fabric", f->fabric, "single, rail (rail-optimised) or two-tier (default: the cluster's)")
+      ->type_name("KIND");
+  app->add_option("--oversubscription", f->cluster_options.oversubscription, "two-tier: leaf down:up ratio")
+      ->type_name("X");
+  app->add_option("--hosts-per-leaf", f->cluster_options.hosts_per_leaf, "two-tier: nodes per leaf switch (16)")
+      ->type_name("N");
+  app->add_option("--transport", f->transport, "socket (eager sends) or rdma (receiver-ready)")->type_name("KIND");
+  app->add_option("--modes", f->modes, "comma list of off, fifo, priority, wire, gate, trirace, ideal")
+      ->type_name("LIST")
+      ->capture_default_str();
+  app->add_flag("--json", f->json, "print one JSON object");
+  app->add_flag("--timing", f->timing, "add the simulator's own events and wall time");
+  app->add_option("--trace", f->trace, "write a Perfetto trace of one mode's run")->type_name("FILE");
+  app->add_option("--trace-mode", f->trace_mode, "the mode --trace records (default: the last of --modes)")
+      ->type_name("MODE");
+  app->add_option("--preset", f->preset, "a bench/e2e preset of examples/hybrid_parallel")->type_name("NAME");
+  app->add_option("--model", f->model, "bert-large, gpt2-xl, gpt-1.3b or gpt-7b")->type_name("NAME");
+  app->add_option("--pp", f->training.pp, "pipeline stages")->type_name("P");
+  app->add_option("--dp", f->training.dp, "data-parallel replicas")->type_name("D");
+  app->add_option("--tp", f->training.tp, "tensor-parallel ranks, inside a node")->type_name("T");
+  app->add_option("--schedule", f->schedule, "1f1b, interleaved, 2bw or gpipe")->type_name("S")->capture_default_str();
+  app->add_option("--microbatches", f->training.microbatches, "micro-batches per iteration")
+      ->type_name("M")
+      ->capture_default_str();
+  app->add_option("--micro-batch-size", f->training.micro_batch_size, "sequences per micro-batch")
+      ->type_name("B")
+      ->capture_default_str();
+  app->add_option("--chunks", f->training.chunks, "interleaved: model chunks per stage")->type_name("V")->capture_default_str();
+  app->add_option("--bucket-mb", f->training.bucket_mb, "DDP bucket cap, MiB")->type_name("MB")->capture_default_str();
+  app->add_option("--moe-every", f->training.moe_every, "every K-th layer is an all-to-all MoE layer (0: none)")
+      ->type_name("K");
+  app->add_option("--iterations", f->training.iterations, "simulated iterations")->type_name("N")->capture_default_str();
+  app->add_option("--warmup", f->training.warmup, "iterations left out of the median")->type_name("N")->capture_default_str();
+  app->add_option("--tflops", f->tflops, "achieved TFLOP/s per GPU (default: the cluster's GPU)")->type_name("T");
+  app->add_option("--mem-gbps", f->mem_gbps, "achieved memory GB/s per GPU (default: the cluster's GPU)")->type_name("G");
+  app->add_option("--compute-scale", f->training.compute_scale, "multiply every compute time by X")
+      ->type_name("X")
+      ->capture_default_str();
+  app->add_option("--replay", f->replay, "a folder of the shim's per-rank traces (TRIRACE_TRACE)")->type_name("DIR");
+  app->add_option("--collective", f->collective, "allreduce, allgather, reducescatter, alltoall or sendrecv")
+      ->type_name("NAME");
+  app->add_option("--bytes", f->bytes, "the collective's size, as nccl-tests counts it")->type_name("N");
+  app->add_option("--ranks", f->ranks, "the collective's ranks (default: all)")->type_name("N");
+  app->add_option("flags", f->preset_flags, "hybrid_parallel flags for --preset, after --")->type_name("");
+  return {app, [f] { return RunSim(*f); }};
+}
+
+}  // namespace trirace::tools
