@@ -42,7 +42,7 @@ sims=$(mktemp -d "${TMPDIR:-/tmp}/trirace-calibrate.XXXXXX")
 trap 'rm -rf "$sims"' EXIT
 IFS=, read -r -a preset_list <<<"$presets"
 for p in "${preset_list[@]}"; do
-  "$trirace" sim --cluster testbed --gbps "$rate" --modes "$modes" --json --preset "$p" -- "${extra[@]}" \
+  "$trirace" sim --cluster testbed --gbps "$rate" ${CAL_SIM_FLAGS:-} --modes "$modes" --json --preset "$p" -- "${extra[@]}" \
     >"$sims/$p.json" || { echo "calibrate: trirace sim failed on preset $p" >&2; exit 1; }
 done
 exec python3 "$here/calibrate_table.py" "$results" "$sims" "$presets" "$modes" "$json"

@@ -17,14 +17,12 @@
 //              ranks (processes without GPUs), one uplink each at 300
 //              Mbit/s shaped by a token bucket (burst 1 ms of the rate, at
 //              least 32768 bytes, at a 10 Gbit/s line), sockets (eager
-//              sends) whose bytes queue in FIFO order in front of each
-//              uplink (256 KiB per socket, at most 20 ms: testbed.sh's
-//              TCP small queues and port queue), ranks on one host over
-//              shared memory.
+//              sends), ranks on one host over shared memory; 97.7% of the
+//              shaped rate carries payload and emulated compute takes
+//              4.2% longer than asked (both measured on the bed).
 // A file is a TriRace JSON topology spec (topology/discovery/json_spec.h;
 // `trirace topo --json`, `testbed.sh spec`): ranks per host = GPUs per host
-// (1 on hosts without GPUs); Ethernet NICs mean sockets (with the test
-// bed's queues), InfiniBand RDMA.
+// (1 on hosts without GPUs); Ethernet NICs mean sockets, InfiniBand RDMA.
 //
 // Options override a cluster's defaults: hosts (a file's hosts are copied
 // round-robin, as `like` would), each NIC's rate, ranks per host, the
@@ -74,12 +72,13 @@ struct Cluster {
   // Token bucket on every NIC link (0: none), as testbed.sh shapes.
   double burst_bytes = 0;
   double line_gbps = 0;
-  // A FIFO queue in front of every NIC link (sockets; 0: none, as RDMA's
-  // queue pairs share a port): each TCP flow keeps up to nic_queue_bytes
-  // queued there (the test bed's tcp_limit_output_bytes, 256 KiB), a new
-  // flow waits for them, at most nic_max_queue_ns (its port queue, 20 ms).
-  double nic_queue_bytes = 0;
-  int64_t nic_max_queue_ns = 0;
+  // Measured properties of the test bed (docs/simulation.md,
+  // "Calibration"), 1 elsewhere: the share of a NIC's shaped rate that
+  // carries payload (headers, framing, TCP's acknowledgements), and how
+  // much longer emulated compute takes than asked (sleeps on a loaded
+  // 2-core machine).
+  double nic_efficiency = 1;
+  double compute_scale = 1;
 
   int hosts() const { return int(system.hosts.size()); }
   int ranks() const { return hosts() * ranks_per_host; }

@@ -30,10 +30,7 @@ ClusterLinks::ClusterLinks(const Cluster& cluster)
       s.burst_bytes = cluster.burst_bytes;
       s.line_bytes_per_s = cluster.line_gbps * 1e9 / 8;
     }
-    if (absl::StartsWith(l.name, "nic-")) {
-      s.queue_bytes = cluster.nic_queue_bytes;
-      s.max_queue_ns = cluster.nic_max_queue_ns;
-    }
+    if (absl::StartsWith(l.name, "nic-")) s.bytes_per_s *= cluster.nic_efficiency;
     specs_.push_back(std::move(s));
   }
   nic_tx_.resize(sys.hosts.size());

@@ -9,7 +9,8 @@
 // oversubscription (rail-optimised: leaf = rail, not oversubscribed unless
 // asked); host memory (shm) unlimited for processes without GPUs (the test
 // bed's shared memory) and 400 Gbit/s between CPUs of a GPU server. NIC
-// links carry the cluster's token bucket, if any.
+// links carry the cluster's token bucket, if any, and its payload share
+// (Cluster::nic_efficiency).
 //
 // Thread safety: not thread-safe (the cache).
 #ifndef TRIRACE_SIM_CLUSTER_CLUSTER_LINKS_H_

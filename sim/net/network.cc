@@ -70,37 +70,8 @@ FlowIx Network::Start(FlowSpec spec, int64_t now) {
 
 void Network::MarkDirty(LinkIx l) { dirty_.push_back(l); }
 
-int64_t Network::QueueDelayNs(const Flow& flow) const {
-  int64_t delay = 0;
-  for (const FlowLink& fl : flow.spec.links) {
-    const Link& l = links_[size_t(fl.link)];
-    if (l.spec.queue_bytes <= 0 || l.spec.bytes_per_s <= 0) continue;
-    double ahead = 0;
-    for (FlowIx o : l.active) {
-      const Flow& other = flows_[size_t(o)];
-      if (class_queues_ && other.spec.level > flow.spec.level) continue;  // a lower band
-      const double left = std::max(other.left - other.rate * double(now_ - other.since) * 1e-9, 0.0);
-      for (const FlowLink& ol : other.spec.links) {
-        if (ol.link == fl.link) ahead += std::min(left, l.spec.queue_bytes) * ol.transfers;
-      }
-    }
-    int64_t ns = NsFor(ahead, Capacity(l));
-    if (l.spec.max_queue_ns > 0) ns = std::min(ns, l.spec.max_queue_ns);
-    delay = std::max(delay, ns);
-  }
-  return delay;
-}
-
 void Network::Activate(FlowIx f) {
   Flow& flow = flows_[size_t(f)];
-  if (!flow.queued && !flow.unlimited) {
-    flow.queued = true;
-    if (const int64_t wait = QueueDelayNs(flow); wait > 0) {
-      flow.start_ns = now_ + wait;
-      Push(flow.start_ns, EventKind::kStart, f, 0);
-      return;
-    }
-  }
   flow.state = FlowState::kActive;
   flow.since = now_;
   if (flow.unlimited || flow.left <= kDoneBytes) {

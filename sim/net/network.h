@@ -16,7 +16,7 @@
 // preemption. Without class queues every flow is one level.
 //
 // Time: a flow starts moving `latency_ns` after Start (a message's fixed
-// cost), later on a link with a FIFO queue (NetLinkSpec::queue_bytes); flows with one `fifo_key` (a TCP connection: one sender, one
+// cost); flows with one `fifo_key` (a TCP connection: one sender, one
 // receiver, one class) move one at a time in Start order, as a byte stream
 // does. A flow whose links are all unlimited (capacity 0: inside a host
 // where nothing is modelled) finishes as soon as it starts. Links may carry
@@ -59,15 +59,6 @@ struct NetLinkSpec {
   // idle spell, then bytes_per_s. A burst under one 9000-byte frame is none.
   double burst_bytes = 0;
   double line_bytes_per_s = 0;
-  // A FIFO queue in front of the link (0 = none: each flow gets its share
-  // at once, as per-flow fair queueing or RDMA queue pairs give it): every
-  // flow already moving there keeps up to queue_bytes queued ahead (a TCP
-  // socket's bytes in a host's queue, which Linux's TCP small queues cap),
-  // and a flow that starts waits for what of it is ahead of its class
-  // (every class without class queues), at most max_queue_ns, before it
-  // gets its share.
-  double queue_bytes = 0;
-  int64_t max_queue_ns = 0;
 };
 
 // One link a flow crosses.
@@ -154,7 +145,6 @@ class Network {
     double rate = 0;          // bytes/s per transfer
     bool unlimited = false;   // crosses no limited link
     bool on_links = false;    // in its links' active lists
-    bool queued = false;      // has waited for the FIFO queues ahead of it
     int64_t since = 0;        // `left` is at this time
     uint32_t version = 0;     // of its finish event
     uint32_t mark = 0;
@@ -173,8 +163,6 @@ class Network {
   double Capacity(const Link& l) const;
   void Push(int64_t t, EventKind kind, int32_t id, uint32_t version);
   void Activate(FlowIx f);
-  // How long a flow starting now waits in the FIFO queues of its links.
-  int64_t QueueDelayNs(const Flow& flow) const;
   void Finish(FlowIx f, std::vector<uint64_t>* finished);
   void SettleTokens(Link& l);
   void ScheduleBucket(LinkIx l);

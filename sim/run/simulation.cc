@@ -18,7 +18,6 @@ std::vector<NetLinkSpec> LinkSpecs(const ClusterLinks& links, bool unlimited) {
     for (NetLinkSpec& s : specs) {
       s.bytes_per_s = 0;
       s.burst_bytes = 0;
-      s.queue_bytes = 0;
     }
   }
   return specs;
@@ -175,10 +174,11 @@ bool Simulation::TryStart(int rank, int op) {
       if (st == OpState::kQueued) {
         st = OpState::kRunning;
         r.started_ns[size_t(op)] = now_;
-        if (o.duration_ns <= 0) {
+        const int64_t ns = int64_t(double(o.duration_ns) * cluster_.compute_scale);
+        if (ns <= 0) {
           OpDone(rank, op);
         } else {
-          Push(now_ + o.duration_ns, EventKind::kComputeDone, rank, op);
+          Push(now_ + ns, EventKind::kComputeDone, rank, op);
         }
       }
       break;

@@ -12,8 +12,7 @@
 namespace trirace::sim::testing {
 
 // `hosts` test-bed hosts of `per_host` ranks at `gbps`, no token bucket,
-// no FIFO queues, no latency: every time in a test can be worked out by
-// hand.
+// no latency, full rates: every time in a test can be worked out by hand.
 inline Cluster ExactBed(int hosts, int per_host, double gbps = 1) {
   ClusterOptions o;
   o.hosts = hosts;
@@ -22,7 +21,8 @@ inline Cluster ExactBed(int hosts, int per_host, double gbps = 1) {
   absl::StatusOr<Cluster> c = MakeCluster("testbed", o);
   EXPECT_TRUE(c.ok()) << c.status();
   c->burst_bytes = 0;
-  c->nic_queue_bytes = 0;
+  c->nic_efficiency = 1;
+  c->compute_scale = 1;
   c->net_latency_ns = 0;
   c->local_latency_ns = 0;
   return *c;

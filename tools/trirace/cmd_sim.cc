@@ -27,6 +27,7 @@ struct SimFlags {
   std::string cluster;
   sim::ClusterOptions cluster_options;
   std::string fabric, transport;
+  double latency_us = -1;
   std::string modes = "off,fifo,priority,wire,gate,trirace";
   bool json = false, timing = false;
   std::string trace, trace_mode;
@@ -90,6 +91,7 @@ int RunSim(SimFlags& f) {
   }
   absl::StatusOr<sim::Cluster> cluster = sim::MakeCluster(f.cluster, f.cluster_options);
   if (!cluster.ok()) return Usage(std::string(cluster.status().message()));
+  if (f.latency_us >= 0) cluster->net_latency_ns = int64_t(f.latency_us * 1000);
 
   absl::StatusOr<sim::Workload> workload = absl::UnknownError("no workload");
   if (!f.preset.empty()) {
@@ -194,6 +196,8 @@ Command AddSimCommand(CLI::App& trirace) {
   app->add_option("--hosts-per-leaf", f->cluster_options.hosts_per_leaf, "two-tier: nodes per leaf switch (16)")
       ->type_name("N");
   app->add_option("--transport", f->transport, "socket (eager sends) or rdma (receiver-ready)")->type_name("KIND");
+  app->add_option("--latency-us", f->latency_us, "a message's latency between hosts, us (default: the cluster's)")
+      ->type_name("US");
   app->add_option("--modes", f->modes, "comma list of off, fifo, priority, wire, gate, trirace, ideal")
       ->type_name("LIST")
       ->capture_default_str();
