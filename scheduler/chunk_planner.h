@@ -22,8 +22,9 @@
 // across hosts whose every record says class priority
 // (PeerIdentity::class_priority) is not split: P2P and SPARSE then pass
 // DENSE on the wire packet by packet, and a chunk would
-// only add a step to DENSE's path (measured: docs/performance.md, "Where
-// the gate acts"); one rank without it keeps the split on every rank.
+// only add a step to DENSE's path (measured:
+// docs/experiments/2026-12-05-no-chunks-under-class-priority.md); one
+// rank without it keeps the split on every rank.
 //
 // The rule (PlanChunks):
 //   - Only AllReduce, Reduce and Broadcast (and Bcast) are split (their output is

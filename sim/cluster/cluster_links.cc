@@ -31,6 +31,14 @@ ClusterLinks::ClusterLinks(const Cluster& cluster)
       s.line_bytes_per_s = cluster.line_gbps * 1e9 / 8;
     }
     if (absl::StartsWith(l.name, "nic-")) s.bytes_per_s *= cluster.nic_efficiency;
+    // "<kind>:<host key>/<device>" or "shm:<host key>"; spine links have no host.
+    int host = -1;
+    const size_t colon = l.name.find(':');
+    if (!absl::StartsWith(l.name, "spine-") && colon != std::string::npos) {
+      const size_t slash = l.name.find('/', colon);
+      host = sys.FindHost(l.name.substr(colon + 1, slash == std::string::npos ? std::string::npos : slash - colon - 1));
+    }
+    host_of_link_.push_back(host);
     specs_.push_back(std::move(s));
   }
   nic_tx_.resize(sys.hosts.size());

@@ -45,6 +45,9 @@ class ClusterLinks {
   // The send and receive side of a NIC.
   LinkIx NicTx(int host, int nic) const;
   LinkIx NicRx(int host, int nic) const;
+  // The host a link belongs to (its NIC, GPU, PCIe or memory), -1 for the
+  // fabric's.
+  int HostOfLink(LinkIx l) const { return host_of_link_[size_t(l)]; }
 
   const Cluster& cluster() const { return cluster_; }
 
@@ -55,6 +58,7 @@ class ClusterLinks {
   std::unique_ptr<topo::PathResolver> resolver_;
   std::vector<NetLinkSpec> specs_;
   std::vector<std::vector<LinkIx>> nic_tx_, nic_rx_;  // [host][nic]
+  std::vector<int> host_of_link_;
   std::unordered_map<uint64_t, std::vector<LinkIx>> cache_;
 };
 

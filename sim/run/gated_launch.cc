@@ -142,14 +142,24 @@ void Simulation::SetUpGating() {
   }
 }
 
-const std::vector<LinkIx>& Simulation::CommLinks(int comm, NcclFunc func, int root) {
-  const uint64_t key = (uint64_t(uint32_t(comm)) << 16) | (uint64_t(func) << 8) | uint64_t(uint8_t(root));
+const std::vector<LinkIx>& Simulation::CommLinks(int comm, NcclFunc func, int root, int host) {
+  const uint64_t key = (uint64_t(uint32_t(comm)) << 36) | (uint64_t(uint32_t(host)) << 16) | (uint64_t(func) << 8) |
+                       uint64_t(uint8_t(root));
   auto it = comm_links_.find(key);
   if (it != comm_links_.end()) return it->second;
   std::vector<LinkIx>& out = comm_links_[key];
-  // The links the call's flows cross (bytes do not change them).
+  // The links the call's flows cross (bytes do not change them) on the
+  // rank's own host and in the fabric. The shim charges the whole ring;
+  // the links of the other hosts would hold only this same rank's tasks of
+  // the comm, which all cross the whole ring, so on a cluster of like NICs
+  // they never bind where the rank's own links do not: leaving them out
+  // changes no decision and keeps each engine's link table the size of a
+  // host, not of the cluster.
   const Layout layout = LayoutCollective(func, w_.comms[size_t(comm)].ranks, 1 << 20, root, links_);
-  for (const FlowLink& fl : layout.links) out.push_back(fl.link);
+  for (const FlowLink& fl : layout.links) {
+    const int h = links_.HostOfLink(fl.link);
+    if (h < 0 || h == host) out.push_back(fl.link);
+  }
   return out;
 }
 
@@ -187,7 +197,7 @@ sched::TaskSpec Simulation::TaskFor(int rank, const NcclCall& call, uint64_t byt
     path = call.func == NcclFunc::kSend ? links_.RankPath(rank, peer) : links_.RankPath(peer, rank);
     spec.receives = call.func == NcclFunc::kRecv;
   } else {
-    path = CommLinks(call.comm, call.func, call.peer >= 0 ? call.peer : 0);
+    path = CommLinks(call.comm, call.func, call.peer >= 0 ? call.peer : 0, cluster_.HostOf(rank));
   }
   for (LinkIx l : path) spec.links.push_back(EngineLink(rank, l));
   return spec;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -64,10 +65,12 @@ Simulation::Simulation(const Cluster& cluster, const Workload& workload, const S
   // The other ranks that send through each rank's NIC (the net plugin's
   // per-process gauges on one device).
   ranks_on_nic_.resize(size_t(n));
-  for (int r = 0; r < n && r < cluster_.ranks(); ++r) {
-    for (int o = 0; o < n && o < cluster_.ranks(); ++o) {
-      if (o != r && cluster_.HostOf(o) == cluster_.HostOf(r) && cluster_.NicOf(o) == cluster_.NicOf(r)) {
-        ranks_on_nic_[size_t(r)].push_back(o);
+  std::map<std::pair<int, int>, std::vector<int>> by_nic;
+  for (int r = 0; r < n && r < cluster_.ranks(); ++r) by_nic[{cluster_.HostOf(r), cluster_.NicOf(r)}].push_back(r);
+  for (const auto& [nic, ranks] : by_nic) {
+    for (int r : ranks) {
+      for (int o : ranks) {
+        if (o != r) ranks_on_nic_[size_t(r)].push_back(o);
       }
     }
   }
@@ -83,6 +86,10 @@ void Simulation::Push(int64_t t, EventKind kind, int rank, int op) {
 
 void Simulation::MarkDirty(int rank) {
   RankRun& r = ranks_[size_t(rank)];
+  if (rank == processing_) {
+    again_ = true;  // ProcessRank looks again before it returns
+    return;
+  }
   if (r.dirty) return;
   r.dirty = true;
   dirty_.push_back(rank);
@@ -223,10 +230,14 @@ bool Simulation::AdvanceStream(int rank, int stream) {
 }
 
 void Simulation::ProcessRank(int rank) {
-  for (bool progress = true; progress && error_.empty();) {
-    progress = RunHost(rank);
+  processing_ = rank;
+  for (again_ = true; again_ && error_.empty();) {
+    again_ = false;
+    bool progress = RunHost(rank);
     for (size_t s = 0; s < ranks_[size_t(rank)].queues.size(); ++s) progress |= AdvanceStream(rank, int(s));
+    again_ = again_ || progress;
   }
+  processing_ = -1;
 }
 
 TrafficClass Simulation::ClassOf(const NcclCall& call) const {

@@ -83,11 +83,15 @@ struct InstanceKey {
   bool operator==(const InstanceKey&) const = default;
 };
 struct InstanceKeyHash {
+  static uint64_t Mix(uint64_t x) {  // splitmix64's finaliser
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+  }
   size_t operator()(const InstanceKey& key) const {
-    uint64_t h = uint64_t(uint32_t(key.comm)) * 0x9E3779B97F4A7C15ull;
-    h ^= (uint64_t(uint32_t(key.src)) << 32 | uint32_t(key.dst)) + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
-    h ^= uint64_t(key.k) * 0xC2B2AE3D27D4EB4Full + (h << 6) + (h >> 2);
-    return size_t(h);
+    const uint64_t a = (uint64_t(uint32_t(key.comm)) << 32) | key.k;
+    const uint64_t b = (uint64_t(uint32_t(key.src)) << 32) | uint32_t(key.dst);
+    return size_t(Mix(a ^ Mix(b)));
   }
 };
 
@@ -166,7 +170,7 @@ class Simulation {
   void EngineWake(int rank);
   sched::TaskSpec TaskFor(int rank, const NcclCall& call, uint64_t bytes, TrafficClass cls);
   sched::LinkId EngineLink(int rank, LinkIx link);
-  const std::vector<LinkIx>& CommLinks(int comm, NcclFunc func, int root);
+  const std::vector<LinkIx>& CommLinks(int comm, NcclFunc func, int root, int host);
   uint64_t ChunkBytesOf(int comm);
   int64_t UrgentBytesBeside(int rank) const;
 
@@ -180,6 +184,8 @@ class Simulation {
   int64_t now_ = 0;
   std::vector<RankRun> ranks_;
   std::vector<int> dirty_;
+  int processing_ = -1;  // the rank ProcessRank is on
+  bool again_ = false;   // something changed on it meanwhile
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t seq_ = 0;
   uint64_t event_count_ = 0;

@@ -86,7 +86,8 @@ class Generator {
     tokens_ = double(s_.micro_batch_size) * s_.model.sequence;
     LayOutLayers();
     TimeCompute();
-    w_.name = absl::StrCat(s_.model.name, " pp", P, " dp", D, " tp", T, " ", PipelineScheduleName(s_.schedule));
+    w_.name = absl::StrCat(s_.model.name, " pp", P, " dp", D, " tp", T, s_.pp_inner ? " pp-inner " : " ",
+                           PipelineScheduleName(s_.schedule));
     w_.iterations = s_.iterations;
     w_.warmup = std::min(s_.warmup, s_.iterations - 1);
     // Comms: a pipeline per (replica, tp rank), a data-parallel comm and an
@@ -138,7 +139,9 @@ class Generator {
 
  private:
   int ChunksPerStage() const { return s_.schedule == PipelineSchedule::kInterleaved ? s_.chunks : 1; }
-  int RankOf(int p, int d, int t) const { return (p * s_.dp + d) * s_.tp + t; }
+  int RankOf(int p, int d, int t) const {
+    return s_.pp_inner ? (d * s_.pp + p) * s_.tp + t : (p * s_.dp + d) * s_.tp + t;
+  }
 
   // Layers of each virtual stage (the first ones take one more when they
   // do not divide), and DDP buckets over them.

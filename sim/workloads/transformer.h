@@ -6,7 +6,9 @@
 //   absl::StatusOr<Workload> w = TransformerWorkload(s, cluster);
 //
 // Placement: rank = stage * (dp * tp) + replica * tp + tp_rank (Megatron-LM's
-// order: tensor-parallel ranks adjacent, inside a node).
+// order, dp-inner: tensor-parallel ranks adjacent, inside a node), or with
+// pp_inner rank = (replica * pp + stage) * tp + tp_rank (a replica's stages
+// adjacent, as the test bed's presets place them).
 //
 // Schedules (per stage; M micro-batches per iteration):
 //   1f1b         Megatron-LM's: warm-up forwards, one forward / one backward,
@@ -64,6 +66,7 @@ const char* PipelineScheduleName(PipelineSchedule s);
 struct TrainingSpec {
   ModelSpec model;
   int pp = 1, dp = 1, tp = 1;
+  bool pp_inner = false;
   PipelineSchedule schedule = PipelineSchedule::k1F1B;
   int microbatches = 8;
   int micro_batch_size = 1;

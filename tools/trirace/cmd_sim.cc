@@ -28,6 +28,8 @@ struct SimFlags {
   sim::ClusterOptions cluster_options;
   std::string fabric, transport;
   double latency_us = -1;
+  std::optional<int> hosts;  // unset: the cluster's
+  std::optional<double> gbps;
   std::string modes = "off,fifo,priority,wire,gate,trirace";
   bool json = false, timing = false;
   std::string trace, trace_mode;
@@ -37,6 +39,7 @@ struct SimFlags {
   std::string model;
   sim::TrainingSpec training;
   std::string schedule = "1f1b";
+  std::string order = "dp-inner";
   double tflops = 0, mem_gbps = 0;
   std::string replay;
   std::string collective;
@@ -68,6 +71,14 @@ int RunSim(SimFlags& f) {
   const int picked = int(!f.preset.empty()) + int(!f.model.empty()) + int(!f.replay.empty()) + int(!f.collective.empty());
   if (picked != 1) return Usage("give exactly one workload: --preset, --model, --replay or --collective");
   if (!f.preset_flags.empty() && f.preset.empty()) return Usage("flags after -- go with --preset only");
+  if (f.hosts) {
+    if (*f.hosts < 1) return Usage(absl::StrCat("--hosts ", *f.hosts, ": expected a count >= 1"));
+    f.cluster_options.hosts = *f.hosts;
+  }
+  if (f.gbps) {
+    if (!(*f.gbps > 0)) return Usage(absl::StrCat("--gbps ", *f.gbps, ": expected a rate > 0 in Gbit/s"));
+    f.cluster_options.gbps = *f.gbps;
+  }
   if (!f.fabric.empty()) {
     if (f.fabric == "single") f.cluster_options.fabric = topo::Fabric::Kind::kSingleSwitch;
     else if (f.fabric == "rail") f.cluster_options.fabric = topo::Fabric::Kind::kRailOptimized;
@@ -113,6 +124,8 @@ int RunSim(SimFlags& f) {
     }
     std::optional<sim::PipelineSchedule> schedule = sim::PipelineScheduleFromName(f.schedule);
     if (!schedule) return Usage("--schedule '" + f.schedule + "': expected 1f1b, interleaved, 2bw or gpipe");
+    if (f.order != "dp-inner" && f.order != "pp-inner") return Usage("--order '" + f.order + "': expected dp-inner or pp-inner");
+    f.training.pp_inner = f.order == "pp-inner";
     f.training.model = *model;
     f.training.schedule = *schedule;
     f.training.gpu = sim::DefaultGpuProfile(cluster->name);
@@ -185,8 +198,8 @@ Command AddSimCommand(CLI::App& trirace) {
   app->add_option("--cluster", f->cluster, "dgx-h100, pcie-2nic, testbed, or a JSON topology spec file")
       ->type_name("NAME|FILE")
       ->required();
-  app->add_option("--hosts", f->cluster_options.hosts, "nodes (default: the cluster's)")->type_name("N");
-  app->add_option("--gbps", f->cluster_options.gbps, "every NIC's rate, Gbit/s (default: the cluster's)")->type_name("G");
+  app->add_option("--hosts", f->hosts, "nodes (default: the cluster's)")->type_name("N");
+  app->add_option("--gbps", f->gbps, "every NIC's rate, Gbit/s (default: the cluster's)")->type_name("G");
   app->add_option("--ranks-per-host", f->cluster_options.ranks_per_host, "ranks per node (default: GPUs per node)")
       ->type_name("R");
   app->add_option("--fabric", f->fabric, "single, rail (rail-optimised) or two-tier (default: the cluster's)")
@@ -211,6 +224,9 @@ Command AddSimCommand(CLI::App& trirace) {
   app->add_option("--pp", f->training.pp, "pipeline stages")->type_name("P");
   app->add_option("--dp", f->training.dp, "data-parallel replicas")->type_name("D");
   app->add_option("--tp", f->training.tp, "tensor-parallel ranks, inside a node")->type_name("T");
+  app->add_option("--order", f->order, "rank order: dp-inner (Megatron-LM's) or pp-inner (a replica's stages adjacent)")
+      ->type_name("ORDER")
+      ->capture_default_str();
   app->add_option("--schedule", f->schedule, "1f1b, interleaved, 2bw or gpipe")->type_name("S")->capture_default_str();
   app->add_option("--microbatches", f->training.microbatches, "micro-batches per iteration")
       ->type_name("M")

@@ -1,0 +1,126 @@
+// `trirace sim`, run as a child process: the JSON contract, determinism,
+// the trace it writes, and bad input named by flag.
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "support/subprocess.h"
+
+namespace trirace {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using testing_support::RunProcess;
+
+std::vector<std::string> Sim(std::vector<std::string> args) {
+  args.insert(args.begin(), {TRIRACE_EXE, "sim"});
+  return args;
+}
+
+TEST(TriraceSimCliTest, AWorkloadPrintsEveryModeTheIdealAndTheBoundAsJson) {
+  auto r = RunProcess(Sim({"--cluster", "testbed", "--preset", "contention", "--json", "--", "--iterations", "5"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const char* mode : {"off", "fifo", "priority", "wire", "gate", "trirace"}) {
+    ASSERT_TRUE(j["modes"].contains(mode)) << mode;
+    EXPECT_GT(j["modes"][mode]["iteration_ms"].get<double>(), 0) << mode;
+  }
+  EXPECT_GT(j["ideal_ms"].get<double>(), 0);
+  EXPECT_GT(j["bound_ms"].get<double>(), 0);
+  EXPECT_LE(j["bound_ms"].get<double>(), j["ideal_ms"].get<double>());
+  EXPECT_NEAR(j["modes"]["off"]["speedup"].get<double>(), 1.0, 1e-9);
+}
+
+TEST(TriraceSimCliTest, ACollectivePrintsNcclTestsBandwidths) {
+  auto r = RunProcess(Sim({"--cluster", "dgx-h100", "--hosts", "2", "--collective", "allreduce", "--bytes",
+                           "1073741824", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const double t = j["time_us"], alg = j["algbw_GBps"], bus = j["busbw_GBps"];
+  EXPECT_NEAR(alg, 1073741824.0 / (t * 1e-6) / 1e9, 1e-3 * alg);
+  EXPECT_NEAR(bus, alg * 2 * 15 / 16, 1e-3 * bus);
+}
+
+TEST(TriraceSimCliTest, TheSameInputsPrintTheSameBytes) {
+  const std::vector<std::string> args = Sim({"--cluster", "testbed", "--preset", "sparse", "--json", "--modes",
+                                              "off,gate,trirace", "--", "--iterations", "5"});
+  auto a = RunProcess(args), b = RunProcess(args);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST(TriraceSimCliTest, TheTraceIsInTheShimsFormat) {
+  const fs::path dir = testing_support::MakeTempDir("trirace-sim-trace-");
+  const std::string path = (dir / "sim.json").string();
+  auto r = RunProcess(Sim({"--cluster", "testbed", "--preset", "tiny", "--hosts", "2", "--ranks-per-host", "2",
+                           "--modes", "trirace", "--trace", path}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(path);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  int ops = 0, gated = 0, marks = 0;
+  for (const nlohmann::json& e : j["traceEvents"]) {
+    if (e.value("cat", "") == "op") {
+      ++ops;
+      EXPECT_TRUE(e["args"].contains("func"));
+      EXPECT_TRUE(e["args"].contains("bytes"));
+      if (e["args"].contains("release")) ++gated;
+    }
+    if (e.value("cat", "") == "iteration") ++marks;
+  }
+  EXPECT_GT(ops, 0);
+  EXPECT_GT(gated, 0);  // the DENSE chunks' gates, with why they opened
+  EXPECT_GT(marks, 0);
+  fs::remove_all(dir);
+}
+
+struct BadInput {
+  std::vector<std::string> args;
+  std::string says;
+};
+
+class TriraceSimBadInputTest : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(TriraceSimBadInputTest, IsAUsageErrorNamingTheFlag) {
+  auto r = RunProcess(Sim(GetParam().args));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.err, HasSubstr(GetParam().says));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, TriraceSimBadInputTest,
+    ::testing::Values(
+        BadInput{{"--cluster", "nope", "--collective", "allreduce", "--bytes", "8"}, "--cluster 'nope': expected one of"},
+        BadInput{{"--cluster", "dgx-h100", "--model", "gpt-9", "--pp", "4", "--dp", "8"}, "--model 'gpt-9'"},
+        BadInput{{"--cluster", "dgx-h100", "--model", "gpt-1.3b", "--pp", "2", "--dp", "8"},
+                 "= 16 GPUs, but cluster dgx-h100 has 32"},
+        BadInput{{"--cluster", "dgx-h100", "--hosts", "8", "--model", "bert-large", "--pp", "32", "--dp", "2"},
+                 "more than the 24 layers"},
+        BadInput{{"--cluster", "dgx-h100", "--model", "gpt-1.3b", "--pp", "4", "--dp", "8", "--schedule", "zigzag"},
+                 "--schedule 'zigzag'"},
+        BadInput{{"--cluster", "testbed", "--preset", "nope"}, "--preset 'nope'"},
+        BadInput{{"--cluster", "testbed", "--preset", "contention", "--modes", "off,fast"}, "'fast' is not a mode"},
+        BadInput{{"--cluster", "testbed", "--collective", "gather", "--bytes", "8"}, "--collective 'gather'"},
+        BadInput{{"--cluster", "testbed"}, "give exactly one workload"},
+        BadInput{{"--cluster", "testbed", "--hosts", "0", "--preset", "contention"}, "--hosts 0: expected a count >= 1"},
+        BadInput{{"--cluster", "testbed", "--hosts", "3", "--preset", "contention"}, "runs 8 ranks but cluster"},
+        BadInput{{"--cluster", "testbed", "--gbps", "-1", "--preset", "contention"}, "--gbps -1"},
+        BadInput{{"--cluster", "testbed", "--replay", "/nonexistent-trace-dir"}, "--replay /nonexistent-trace-dir"}));
+
+TEST(TriraceSimCliTest, ASpecFileThatDoesNotParseIsNamedWithItsLine) {
+  const fs::path dir = testing_support::MakeTempDir("trirace-sim-spec-");
+  const std::string path = (dir / "bad.json").string();
+  std::ofstream(path) << "{\"hosts\": [\n {\"key\": \"a\",\n  \"nics\": [{\"name\": \"x\" \"gbps\": 1}]}\n]}\n";
+  auto r = RunProcess(Sim({"--cluster", path, "--collective", "allreduce", "--bytes", "8"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr(path));
+  EXPECT_THAT(r.err, HasSubstr("line 3"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace trirace
