@@ -74,7 +74,7 @@ topo::Host MakeHost(int gpus, int nics, int switches, double pcie_gbps, double n
   return h;
 }
 
-Cluster Builtin(const std::string& name) {
+Cluster Builtin(const std::string& name, int testbed_nics) {
   Cluster c;
   c.name = name;
   topo::Host proto;
@@ -96,8 +96,9 @@ Cluster Builtin(const std::string& name) {
     c.net_latency_ns = 6'000;
     c.local_latency_ns = 4'000;
   } else {  // testbed
-    proto = MakeHost(0, 1, 0, 0, 0.3, 0, 0, topo::LinkLayer::kEthernet, 1);
-    c.system.fabric.kind = topo::Fabric::Kind::kSingleSwitch;
+    proto = MakeHost(0, std::max(testbed_nics, 1), 0, 0, 0.3, 0, 0, topo::LinkLayer::kEthernet, 1);
+    // Several uplinks are rails, each on a bridge of its own (testbed.sh).
+    c.system.fabric.kind = testbed_nics > 1 ? topo::Fabric::Kind::kRailOptimized : topo::Fabric::Kind::kSingleSwitch;
     c.ranks_per_host = 2;
     c.transport = Transport::kSocket;
     // Loopback sockets through veths and the plugin's framing; hostccl's
@@ -132,7 +133,12 @@ std::vector<std::string> BuiltinClusterNames() { return {"dgx-h100", "pcie-2nic"
 topo::Endpoint Cluster::EndpointOf(int rank) const {
   const int host = HostOf(rank);
   const topo::Host& h = system.hosts[size_t(host)];
-  if (h.gpus.empty()) return {host, -1, h.nics.empty() ? -1 : 0};
+  if (h.gpus.empty()) {
+    if (h.nics.empty()) return {host, -1, -1};
+    int nic = 0;
+    if (size_t(rank) < nic_of_rank.size()) nic = std::clamp(nic_of_rank[size_t(rank)], 0, int(h.nics.size()) - 1);
+    return {host, -1, nic};
+  }
   return {host, (rank % ranks_per_host) % int(h.gpus.size()), -1};
 }
 
@@ -151,8 +157,11 @@ double Cluster::NicBytesPerS(int rank) const {
 
 absl::StatusOr<Cluster> MakeCluster(const std::string& name_or_file, const ClusterOptions& o) {
   Cluster c;
+  if (o.nics < 0 || o.nics > 8 || (o.nics > 0 && name_or_file != "testbed")) {
+    return absl::InvalidArgumentError(absl::StrCat("--nics ", o.nics, ": expected 1 to 8, for the testbed cluster"));
+  }
   if (IsBuiltin(name_or_file)) {
-    c = Builtin(name_or_file);
+    c = Builtin(name_or_file, o.nics);
   } else if (name_or_file.empty() || (name_or_file.find('/') == std::string::npos &&
                                       name_or_file.find('.') == std::string::npos)) {
     return absl::InvalidArgumentError(absl::StrCat("--cluster '", name_or_file, "': expected one of ",

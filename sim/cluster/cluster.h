@@ -60,6 +60,7 @@ struct ClusterOptions {
   double oversubscription = 0;  // two-tier leaf down/up; 0: the cluster's (or 1)
   int hosts_per_leaf = 0;       // two-tier; 0: the cluster's (or 16)
   std::optional<Transport> transport;
+  int nics = 0;  // NICs per host of a built-in test bed (0: 1); rails are NICs 0, 1, ...
 };
 
 struct Cluster {
@@ -79,6 +80,10 @@ struct Cluster {
   // 2-core machine).
   double nic_efficiency = 1;
   double compute_scale = 1;
+  // Which NIC each rank of a host without GPUs sends through (empty: NIC
+  // 0), as TRIRACE_NIC / NCCL_SOCKET_IFNAME pick it per rank; several jobs
+  // on one test bed use it (sim/workloads/jobs.h).
+  std::vector<int> nic_of_rank;
 
   int hosts() const { return int(system.hosts.size()); }
   int ranks() const { return hosts() * ranks_per_host; }

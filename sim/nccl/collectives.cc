@@ -1,64 +1,23 @@
 #include "sim/nccl/collectives.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 namespace trirace::sim {
 namespace {
 
-// Accumulates transfers per link, and who sends / receives on NIC links.
-class LayoutBuilder {
- public:
-  LayoutBuilder(ClusterLinks& links) : links_(links) {}
-
-  void Hop(const std::vector<LinkIx>& path, int sender, int receiver, int transfers = 1) {
-    for (LinkIx l : path) {
-      auto [it, added] = index_.try_emplace(l, out_.links.size());
-      if (added) out_.links.push_back({l, 0, -1});
-      out_.links[it->second].transfers += transfers;
-    }
-    (void)sender;
-    (void)receiver;
+// A transfer between ranks on their own path.
+Layout::Transfer RankHop(int a, int b, ClusterLinks& links) {
+  const Cluster& c = links.cluster();
+  Layout::Transfer t;
+  t.path = &links.RankPath(a, b);
+  t.sender = a;
+  t.receiver = b;
+  if (c.HostOf(a) != c.HostOf(b)) {
+    if (const int na = c.NicOf(a); na >= 0) t.nic_tx = links.NicTx(c.HostOf(a), na);
+    if (const int nb = c.NicOf(b); nb >= 0) t.nic_rx = links.NicRx(c.HostOf(b), nb);
   }
-  void Owner(std::vector<Layout::Owner>& side, LinkIx link, int rank) {
-    for (Layout::Owner& o : side) {
-      if (o.link == link && o.rank == rank) {
-        ++o.transfers;
-        return;
-      }
-    }
-    side.push_back({link, rank, 1});
-  }
-  // A hop between hosts through chosen NICs.
-  void NicHop(int ha, int na, int hb, int nb, int sender, int receiver) {
-    Hop(links_.NicPath(ha, na, hb, nb), sender, receiver);
-    Owner(out_.senders, links_.NicTx(ha, na), sender);
-    Owner(out_.receivers, links_.NicRx(hb, nb), receiver);
-    out_.crosses_hosts = true;
-  }
-  // A hop between ranks on their own path.
-  void RankHop(int a, int b) {
-    const Cluster& c = links_.cluster();
-    Hop(links_.RankPath(a, b), a, b);
-    if (c.HostOf(a) != c.HostOf(b)) {
-      out_.crosses_hosts = true;
-      const int na = c.NicOf(a), nb = c.NicOf(b);
-      if (na >= 0) Owner(out_.senders, links_.NicTx(c.HostOf(a), na), a);
-      if (nb >= 0) Owner(out_.receivers, links_.NicRx(c.HostOf(b), nb), b);
-    }
-  }
-  Layout Take() {
-    std::sort(out_.links.begin(), out_.links.end(),
-              [](const FlowLink& x, const FlowLink& y) { return x.link < y.link; });
-    return std::move(out_);
-  }
-  Layout& out() { return out_; }
-
- private:
-  ClusterLinks& links_;
-  Layout out_;
-  std::unordered_map<LinkIx, size_t> index_;
-};
+  return t;
+}
 
 // Ring collectives: channels, hosts in comm order, hops. `skip_into` /
 // `skip_from`: a comm rank whose incoming (outgoing) hop is left out (the
@@ -66,46 +25,49 @@ class LayoutBuilder {
 Layout Ring(std::span<const int> ranks, double ring_bytes, int steps, int skip_into, int skip_from,
             ClusterLinks& links) {
   const Cluster& c = links.cluster();
-  LayoutBuilder b(links);
+  Layout out;
   const int n = int(ranks.size());
   // Hosts in order of first appearance, each with its members (comm ranks).
   std::vector<int> hosts;
   std::vector<std::vector<int>> members;
+  std::vector<int> host_index(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     const int h = c.HostOf(ranks[size_t(i)]);
-    auto it = std::find(hosts.begin(), hosts.end(), h);
-    if (it == hosts.end()) {
+    // Launchers place a comm's ranks of one host together: look back first.
+    int at = !hosts.empty() && hosts.back() == h ? int(hosts.size()) - 1 : -1;
+    if (at < 0) at = int(std::find(hosts.begin(), hosts.end(), h) - hosts.begin());
+    if (at == int(hosts.size())) {
       hosts.push_back(h);
-      members.push_back({i});
-    } else {
-      members[size_t(it - hosts.begin())].push_back(i);
+      members.emplace_back();
     }
+    members[size_t(at)].push_back(i);
+    host_index[size_t(i)] = at;
   }
   const int H = int(hosts.size());
   // The NICs each host's members use, by rail order.
   std::vector<std::vector<int>> nics(static_cast<size_t>(H));
   int channels = 1;
   for (int h = 0; h < H; ++h) {
+    std::vector<int>& ns = nics[size_t(h)];
     for (int m : members[size_t(h)]) {
       const int nic = c.NicOf(ranks[size_t(m)]);
-      if (nic >= 0 && std::find(nics[size_t(h)].begin(), nics[size_t(h)].end(), nic) == nics[size_t(h)].end()) {
-        nics[size_t(h)].push_back(nic);
-      }
+      if (nic >= 0 && std::find(ns.begin(), ns.end(), nic) == ns.end()) ns.push_back(nic);
     }
-    std::sort(nics[size_t(h)].begin(), nics[size_t(h)].end());
-    if (H > 1) channels = std::max(channels, int(nics[size_t(h)].size()));
+    std::sort(ns.begin(), ns.end());
+    if (H > 1) channels = std::max(channels, int(ns.size()));
   }
   std::vector<int> order;
+  std::vector<int> host_nic(static_cast<size_t>(H), -1);
+  std::vector<size_t> host_start(static_cast<size_t>(H));
   for (int ch = 0; ch < channels; ++ch) {
     // The channel's ring: per host, its members starting with the one on
     // the channel's NIC; the host is left through that NIC.
     order.clear();
-    std::vector<int> host_nic(static_cast<size_t>(H), -1);
-    std::vector<size_t> host_start(static_cast<size_t>(H));
     for (int h = 0; h < H; ++h) {
       const std::vector<int>& ms = members[size_t(h)];
       const std::vector<int>& ns = nics[size_t(h)];
       size_t first = 0;
+      host_nic[size_t(h)] = -1;
       if (!ns.empty()) {
         host_nic[size_t(h)] = ns[size_t(ch) % ns.size()];
         for (size_t k = 0; k < ms.size(); ++k) {
@@ -122,25 +84,27 @@ Layout Ring(std::span<const int> ranks, double ring_bytes, int steps, int skip_i
     for (int i = 0; i < len; ++i) {
       const int from = order[size_t(i)], to = order[size_t((i + 1) % len)];
       if (from == to || to == skip_into || from == skip_from) continue;
-      const int hf = c.HostOf(ranks[size_t(from)]), ht = c.HostOf(ranks[size_t(to)]);
-      if (hf != ht) {
-        const size_t hi = size_t(std::find(hosts.begin(), hosts.end(), hf) - hosts.begin());
-        const size_t hj = size_t(std::find(hosts.begin(), hosts.end(), ht) - hosts.begin());
-        if (host_nic[hi] >= 0 && host_nic[hj] >= 0) {
-          // Sent by the member on the channel's NIC (its proxy), received by
-          // the next host's first member.
-          const int sender = ranks[size_t(order[host_start[hi]])];
-          b.NicHop(hf, host_nic[hi], ht, host_nic[hj], sender, ranks[size_t(to)]);
-          continue;
-        }
+      const size_t hi = size_t(host_index[size_t(from)]), hj = size_t(host_index[size_t(to)]);
+      if (hi != hj && host_nic[hi] >= 0 && host_nic[hj] >= 0) {
+        // Between hosts through the channel's NICs: sent by the member on
+        // the channel's NIC (its proxy), received by the next host's first.
+        Layout::Transfer t;
+        t.path = &links.NicPath(hosts[hi], host_nic[hi], hosts[hj], host_nic[hj]);
+        t.sender = ranks[size_t(order[host_start[hi]])];
+        t.receiver = ranks[size_t(to)];
+        t.nic_tx = links.NicTx(hosts[hi], host_nic[hi]);
+        t.nic_rx = links.NicRx(hosts[hj], host_nic[hj]);
+        out.transfers.push_back(t);
+        out.crosses_hosts = true;
+        continue;
       }
-      b.RankHop(ranks[size_t(from)], ranks[size_t(to)]);
+      out.transfers.push_back(RankHop(ranks[size_t(from)], ranks[size_t(to)], links));
+      out.crosses_hosts = out.crosses_hosts || hi != hj;
     }
   }
-  Layout& out = b.out();
   out.bytes_per_transfer = ring_bytes / channels;
   out.steps = steps;
-  return b.Take();
+  return out;
 }
 
 }  // namespace
@@ -149,10 +113,12 @@ int64_t Layout::LatencyNs(const Cluster& cluster) const {
   return int64_t(steps) * (crosses_hosts ? cluster.net_latency_ns : cluster.local_latency_ns);
 }
 
-double Layout::TotalBytes() const {
-  double t = 0;
-  for (const FlowLink& l : links) t += double(l.transfers);
-  return t * bytes_per_transfer;
+std::vector<LinkIx> Layout::Links() const {
+  std::vector<LinkIx> out;
+  for (const Transfer& t : transfers) out.insert(out.end(), t.path->begin(), t.path->end());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 Layout LayoutCollective(NcclFunc func, std::span<const int> ranks, uint64_t bytes, int root, ClusterLinks& links) {
@@ -170,18 +136,20 @@ Layout LayoutCollective(NcclFunc func, std::span<const int> ranks, uint64_t byte
     case NcclFunc::kAlltoAll:
     case NcclFunc::kGather:
     case NcclFunc::kScatter: {
-      LayoutBuilder b(links);
+      Layout out;
       for (int i = 0; i < n; ++i) {
         for (int j = 0; j < n; ++j) {
           if (i == j) continue;
           if (func == NcclFunc::kGather && j != root) continue;
           if (func == NcclFunc::kScatter && i != root) continue;
-          b.RankHop(ranks[size_t(i)], ranks[size_t(j)]);
+          out.transfers.push_back(RankHop(ranks[size_t(i)], ranks[size_t(j)], links));
+          out.crosses_hosts = out.crosses_hosts || out.transfers.back().nic_tx >= 0 ||
+                              links.cluster().HostOf(ranks[size_t(i)]) != links.cluster().HostOf(ranks[size_t(j)]);
         }
       }
-      b.out().bytes_per_transfer = s;
-      b.out().steps = 1;
-      return b.Take();
+      out.bytes_per_transfer = s;
+      out.steps = 1;
+      return out;
     }
     case NcclFunc::kSend:
     case NcclFunc::kRecv: break;
@@ -190,12 +158,13 @@ Layout LayoutCollective(NcclFunc func, std::span<const int> ranks, uint64_t byte
 }
 
 Layout LayoutSend(int from, int to, uint64_t bytes, ClusterLinks& links) {
-  LayoutBuilder b(links);
-  if (from != to) b.RankHop(from, to);
-  b.out().bytes_per_transfer = double(bytes);
-  b.out().steps = 1;
-  Layout out = b.Take();
-  if (from == to) out.crosses_hosts = false;
+  Layout out;
+  if (from != to) {
+    out.transfers.push_back(RankHop(from, to, links));
+    out.crosses_hosts = links.cluster().HostOf(from) != links.cluster().HostOf(to);
+  }
+  out.bytes_per_transfer = double(bytes);
+  out.steps = 1;
   return out;
 }
 

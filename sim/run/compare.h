@@ -22,6 +22,10 @@ struct Comparison {
   double compute_ms = 0;  // the iteration with every link unlimited
   double link_ms = 0;     // the busiest link's bytes per iteration at its rate
   double bound_ms = 0;    // max(compute_ms, link_ms)
+  // With several jobs the figures above are the slowest job's bound, and
+  // each job's bound is its own (alone on the cluster: the other jobs'
+  // traffic left out, as bench/e2e bounds the rails presets).
+  std::vector<double> job_bound_ms;
 
   const ModeResult* Find(Mode m) const;
   // off / mode; 0 without `off`.
@@ -30,7 +34,8 @@ struct Comparison {
   std::optional<double> GainShare(const ModeResult& r) const;
 };
 
-// Runs `modes` (and the ideal and the bound's compute half); `trace`, if
+// Runs `modes` (and the ideal and the bound's compute half, per job when
+// there are several); `trace`, if
 // set, records the run of `trace_mode`.
 absl::StatusOr<Comparison> CompareModes(const Cluster& cluster, const Workload& workload, const std::vector<Mode>& modes,
                                         TraceOut* trace = nullptr, std::optional<Mode> trace_mode = std::nullopt);

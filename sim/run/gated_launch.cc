@@ -156,9 +156,9 @@ const std::vector<LinkIx>& Simulation::CommLinks(int comm, NcclFunc func, int ro
   // changes no decision and keeps each engine's link table the size of a
   // host, not of the cluster.
   const Layout layout = LayoutCollective(func, w_.comms[size_t(comm)].ranks, 1 << 20, root, links_);
-  for (const FlowLink& fl : layout.links) {
-    const int h = links_.HostOfLink(fl.link);
-    if (h < 0 || h == host) out.push_back(fl.link);
+  for (LinkIx l : layout.Links()) {
+    const int h = links_.HostOfLink(l);
+    if (h < 0 || h == host) out.push_back(l);
   }
   return out;
 }

@@ -311,88 +311,74 @@ int Simulation::LevelOf(TrafficClass cls, int sender_rank) const {
   return 2;
 }
 
-FlowSpec Simulation::MakeFlow(const Layout& layout, TrafficClass cls, int level, int64_t fifo_key) {
+void Simulation::StartTransfer(const Layout& layout, const Layout::Transfer& t, const InstanceKey& key, bool p2p,
+                               TrafficClass cls, int level, int64_t fifo_key) {
   FlowSpec f;
   f.bytes = layout.bytes_per_transfer;
   f.level = level;
   f.latency_ns = options_.unlimited_links ? 0 : layout.LatencyNs(cluster_);
   f.fifo_key = fifo_key;
-  (void)cls;
-  // Split NIC entries by the rank that sends (receives) there, so each
-  // rank's own counters see its part.
-  std::vector<std::pair<LinkIx, std::pair<int, int>>> owned;  // link -> (counter, transfers)
-  for (const Layout::Owner& o : layout.senders) owned.push_back({o.link, {ranks_[size_t(o.rank)].tx_counter, o.transfers}});
-  for (const Layout::Owner& o : layout.receivers) owned.push_back({o.link, {ranks_[size_t(o.rank)].rx_counter, o.transfers}});
-  std::sort(owned.begin(), owned.end());
-  size_t k = 0;
-  for (const FlowLink& fl : layout.links) {
-    while (k < owned.size() && owned[k].first < fl.link) ++k;
-    int left = fl.transfers;
-    for (; k < owned.size() && owned[k].first == fl.link; ++k) {
-      const int t = std::min(left, owned[k].second.second);
-      if (t > 0) f.links.push_back({fl.link, t, owned[k].second.first});
-      left -= t;
-    }
-    if (left > 0) f.links.push_back({fl.link, left, -1});
+  f.links.reserve(t.path->size());
+  for (LinkIx l : *t.path) {
+    // The sending and receiving ranks' own counters see their NIC's part.
+    int counter = -1;
+    if (l == t.nic_tx && t.sender >= 0) counter = ranks_[size_t(t.sender)].tx_counter;
+    if (l == t.nic_rx && t.receiver >= 0) counter = ranks_[size_t(t.receiver)].rx_counter;
+    f.links.push_back({l, 1, counter});
   }
-  return f;
+  FlowOwner owner{key, p2p, cls, t.nic_tx >= 0 ? t.sender : -1, layout.bytes_per_transfer};
+  if (owner.sender >= 0) urgent_[size_t(owner.sender)][size_t(ClassIndex(cls))] += int64_t(owner.bytes);
+  f.cookie = flow_owners_.size();
+  flow_owners_.push_back(owner);
+  net_.Start(std::move(f), now_);
 }
 
 void Simulation::StartCollective(const InstanceKey& key, Instance& in) {
   const CommSpec& comm = w_.comms[size_t(in.comm)];
   const Layout layout = LayoutCollective(in.func, comm.ranks, in.bytes, in.root, links_);
-  if (layout.links.empty()) {
+  if (layout.transfers.empty()) {
     const std::vector<std::pair<int, int>> parts = std::move(in.parts);
     instances_.erase(key);
     for (const auto& [rank, op] : parts) PartDone(rank, op);
     return;
   }
-  // One level for the ring: [R14]'s marks where every member is in front.
+  // One level for the call: [R14]'s marks where every member is in front.
   int level = LevelOf(in.cls, -1);
   if (in.cls == TrafficClass::kDense && mode_.front_stage_marks) {
     bool all = true;
     for (int r : comm.ranks) all = all && ranks_[size_t(r)].dense_ahead;
     if (all) level = 1;
   }
-  FlowOwner owner{key, false, in.cls, layout.senders, layout.bytes_per_transfer};
-  for (const Layout::Owner& o : layout.senders) {
-    urgent_[size_t(o.rank)][size_t(ClassIndex(in.cls))] += int64_t(o.transfers * layout.bytes_per_transfer);
-  }
-  FlowSpec spec = MakeFlow(layout, in.cls, level, -1);
-  spec.cookie = flow_owners_.size();
-  flow_owners_.push_back(std::move(owner));
-  net_.Start(std::move(spec), now_);
+  in.flows_left = int(layout.transfers.size());
+  for (const Layout::Transfer& t : layout.transfers) StartTransfer(layout, t, key, false, in.cls, level, -1);
 }
 
 void Simulation::StartMessage(const InstanceKey& key, Instance& in) {
   in.flow_started = true;
   const Layout layout = LayoutSend(in.src, in.dst, in.bytes, links_);
-  FlowOwner owner{key, true, in.cls, layout.senders, layout.bytes_per_transfer};
-  for (const Layout::Owner& o : layout.senders) {
-    urgent_[size_t(o.rank)][size_t(ClassIndex(in.cls))] += int64_t(o.transfers * layout.bytes_per_transfer);
-  }
   const int level = LevelOf(in.cls, in.src);
   // A TCP connection per (sender, receiver, class) moves its messages in order.
   const int64_t fifo = cluster_.transport == Transport::kSocket && layout.crosses_hosts
                            ? (int64_t(in.src) * int64_t(ranks_.size()) + in.dst) * 4 + level
                            : -1;
-  FlowSpec spec = MakeFlow(layout, in.cls, level, fifo);
-  spec.cookie = flow_owners_.size();
-  flow_owners_.push_back(std::move(owner));
-  net_.Start(std::move(spec), now_);
+  if (layout.transfers.empty()) {
+    // To itself: nothing moves.
+    FlowOwner owner{key, true, in.cls, -1, 0};
+    flow_owners_.push_back(owner);
+    FlowFinished(flow_owners_.size() - 1);
+    return;
+  }
+  StartTransfer(layout, layout.transfers[0], key, true, in.cls, level, fifo);
 }
 
 void Simulation::FlowFinished(uint64_t cookie) {
-  FlowOwner& owner = flow_owners_[size_t(cookie)];
-  for (const Layout::Owner& o : owner.senders) {
-    urgent_[size_t(o.rank)][size_t(ClassIndex(owner.cls))] -= int64_t(o.transfers * owner.bytes_per_transfer);
-  }
-  owner.senders.clear();
-  owner.senders.shrink_to_fit();
+  const FlowOwner owner = flow_owners_[size_t(cookie)];  // a copy: PartDone may start flows
+  if (owner.sender >= 0) urgent_[size_t(owner.sender)][size_t(ClassIndex(owner.cls))] -= int64_t(owner.bytes);
   auto it = instances_.find(owner.key);
   if (it == instances_.end()) return;
   Instance& in = it->second;
   if (!owner.p2p) {
+    if (--in.flows_left > 0) return;
     const std::vector<std::pair<int, int>> parts = std::move(in.parts);
     instances_.erase(it);
     for (const auto& [rank, op] : parts) PartDone(rank, op);
@@ -486,14 +472,45 @@ absl::StatusOr<ModeResult> Simulation::Run() {
   ModeResult out;
   out.mode = options_.mode;
   out.run_ms = double(now_) / 1e6;
-  out.iteration_ms.assign(size_t(w_.iterations), 0);
-  for (const RankRun& rr : ranks_) {
-    for (int it = 0; it < w_.iterations; ++it) {
-      const double a = rr.stamps[size_t(it)], b = rr.stamps[size_t(it) + 1];
-      if (a >= 0 && b >= 0) out.iteration_ms[size_t(it)] = std::max(out.iteration_ms[size_t(it)], (b - a) / 1e6);
-    }
+  // Per job (one unless the workload says otherwise), per iteration, the
+  // slowest of its ranks. With several jobs, each job's median counts only
+  // the iterations that ended while every job still ran: a job that runs
+  // alone after the others ended says nothing of their sharing.
+  const size_t jobs = std::max<size_t>(w_.job_names.size(), 1);
+  const int skip = std::min(w_.warmup, w_.iterations);
+  auto job_of = [&](size_t r) { return w_.job_of_rank.empty() ? 0 : w_.job_of_rank[r]; };
+  std::vector<double> job_end(jobs, 0);  // when each job's last rank stamped its last iteration
+  for (size_t r = 0; r < ranks_.size(); ++r) {
+    if (job_of(r) < 0) continue;
+    for (double t : ranks_[r].stamps) job_end[size_t(job_of(r))] = std::max(job_end[size_t(job_of(r))], t);
   }
-  out.iteration_ms_median = Median({out.iteration_ms.begin() + std::min(w_.warmup, w_.iterations), out.iteration_ms.end()});
+  const double all_running_until = *std::min_element(job_end.begin(), job_end.end());
+  for (size_t j = 0; j < jobs; ++j) {
+    JobResult job;
+    job.name = j < w_.job_names.size() ? w_.job_names[j] : w_.name;
+    job.iteration_ms.assign(size_t(w_.iterations), 0);
+    std::vector<double> ended(size_t(w_.iterations), 0);
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      if (job_of(r) != int(j)) continue;
+      const RankRun& rr = ranks_[r];
+      for (int it = 0; it < w_.iterations; ++it) {
+        const double a = rr.stamps[size_t(it)], b = rr.stamps[size_t(it) + 1];
+        if (a >= 0 && b >= 0) job.iteration_ms[size_t(it)] = std::max(job.iteration_ms[size_t(it)], (b - a) / 1e6);
+        ended[size_t(it)] = std::max(ended[size_t(it)], b);
+      }
+    }
+    std::vector<double> counted;
+    for (int it = skip; it < w_.iterations; ++it) {
+      if (jobs == 1 || ended[size_t(it)] <= all_running_until) counted.push_back(job.iteration_ms[size_t(it)]);
+    }
+    if (counted.empty()) counted.assign(job.iteration_ms.begin() + skip, job.iteration_ms.end());
+    job.iteration_ms_median = Median(counted);
+    if (j == 0 || job.iteration_ms_median > out.iteration_ms_median) {
+      out.iteration_ms = job.iteration_ms;
+      out.iteration_ms_median = job.iteration_ms_median;
+    }
+    if (jobs > 1) out.jobs.push_back(std::move(job));
+  }
   // Links: bytes per iteration and utilisation, busiest first.
   const double iterations = std::max(w_.iterations, 1);
   std::vector<LinkUse> uses;

@@ -67,10 +67,22 @@ struct LinkUse {
   double utilisation = 0;  // bytes / (rate * run time)
 };
 
+// One job's figures, for a workload of several (Workload::job_names): its
+// median counts only the iterations after the warm-up that ended while
+// every job still ran.
+struct JobResult {
+  std::string name;
+  std::vector<double> iteration_ms;
+  double iteration_ms_median = 0;
+};
+
 struct ModeResult {
   Mode mode = Mode::kOff;
-  std::vector<double> iteration_ms;  // per iteration: the slowest rank's
-  double iteration_ms_median = 0;    // over the iterations after the warm-up
+  // Per iteration the slowest rank's (of the slowest job, with several),
+  // and its median over the iterations after the warm-up.
+  std::vector<double> iteration_ms;
+  double iteration_ms_median = 0;
+  std::vector<JobResult> jobs;  // with several jobs: each one's
   double run_ms = 0;                 // the whole run
   std::vector<LinkUse> busiest;      // by bytes, most first
   double busiest_link_ms = 0;        // the busiest link's bytes per iteration at its rate

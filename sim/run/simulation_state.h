@@ -109,14 +109,16 @@ struct Instance {
   int src = -1, dst = -1;        // global ranks
   int send_op = kNoOp, recv_op = kNoOp;
   bool flow_started = false, flow_done = false, recv_done = false;
+  int flows_left = 0;  // a collective's transfers still moving
 };
 
+// What a flow belongs to, and the gauge bytes it returns when it ends.
 struct FlowOwner {
   InstanceKey key;
   bool p2p = false;
   TrafficClass cls = TrafficClass::kOther;
-  std::vector<Layout::Owner> senders;  // gauge bytes to return at the end
-  double bytes_per_transfer = 0;
+  int sender = -1;  // the rank whose [R13] gauge counts it (-1: none, inside a host)
+  double bytes = 0;
 };
 
 enum class EventKind : uint8_t { kComputeDone, kHostResume, kEngineWake };
@@ -156,7 +158,9 @@ class Simulation {
   void Fail(std::string error);
   void FlowFinished(uint64_t cookie);
   int LevelOf(TrafficClass cls, int sender_rank) const;
-  FlowSpec MakeFlow(const Layout& layout, TrafficClass cls, int level, int64_t fifo_key);
+  // Starts one transfer of `layout` as a flow owned by `key`.
+  void StartTransfer(const Layout& layout, const Layout::Transfer& t, const InstanceKey& key, bool p2p,
+                     TrafficClass cls, int level, int64_t fifo_key);
   void Push(int64_t t, EventKind kind, int rank, int op);
   std::string Stuck() const;
   TrafficClass ClassOf(const NcclCall& call) const;

@@ -3,6 +3,7 @@
 // formula, the channels over a DGX's rails, and nccl-tests' bandwidths.
 #include "sim/nccl/collectives.h"
 
+#include <map>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -60,17 +61,19 @@ TEST(CollectivesTest, ARingOverDgxNodesUsesEveryRailOnce) {
   const Layout l = LayoutCollective(NcclFunc::kAllReduce, ranks, 16 << 20, 0, links);
   // 8 channels, one per NIC: each NIC sends and receives one transfer, and
   // no transfer crosses the spine (rails match).
-  int nic_tx = 0, spine = 0;
-  for (const FlowLink& fl : l.links) {
-    const std::string& name = links.name(fl.link);
-    if (name.rfind("nic-tx:", 0) == 0) {
-      ++nic_tx;
-      EXPECT_EQ(fl.transfers, 1) << name;
+  std::map<LinkIx, int> nic_tx;
+  int spine = 0;
+  for (const Layout::Transfer& t : l.transfers) {
+    for (LinkIx link : *t.path) {
+      const std::string& name = links.name(link);
+      if (name.rfind("nic-tx:", 0) == 0) ++nic_tx[link];
+      if (name.rfind("spine", 0) == 0) ++spine;
     }
-    if (name.rfind("spine", 0) == 0) ++spine;
   }
-  EXPECT_EQ(nic_tx, 16);
+  EXPECT_EQ(nic_tx.size(), 16u);
+  for (const auto& [link, n] : nic_tx) EXPECT_EQ(n, 1) << links.name(link);
   EXPECT_EQ(spine, 0);
+  EXPECT_EQ(l.transfers.size(), 16u * 8);  // 16 hops per channel
   EXPECT_NEAR(l.bytes_per_transfer, 2.0 * 15 / 16 * (16 << 20) / 8, 1e-6);
   EXPECT_EQ(l.steps, 30);
   // The nodes' 8 NICs of 50 GB/s each carry one channel: 2 (n-1)/n of the

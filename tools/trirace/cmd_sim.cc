@@ -16,6 +16,7 @@
 #include "sim/run/trace_out.h"
 #include "sim/workloads/collective.h"
 #include "sim/workloads/hybrid_example.h"
+#include "sim/workloads/jobs.h"
 #include "sim/workloads/replay.h"
 #include "sim/workloads/transformer.h"
 #include "sim_report.h"
@@ -100,12 +101,16 @@ int RunSim(SimFlags& f) {
       modes->push_back(*trace_mode);
     }
   }
+  if (sim::IsRailsPreset(f.preset) && f.cluster_options.nics == 0 && f.cluster == "testbed") f.cluster_options.nics = 2;
   absl::StatusOr<sim::Cluster> cluster = sim::MakeCluster(f.cluster, f.cluster_options);
   if (!cluster.ok()) return Usage(std::string(cluster.status().message()));
   if (f.latency_us >= 0) cluster->net_latency_ns = int64_t(f.latency_us * 1000);
 
   absl::StatusOr<sim::Workload> workload = absl::UnknownError("no workload");
-  if (!f.preset.empty()) {
+  if (sim::IsRailsPreset(f.preset)) {
+    workload = sim::RailsPreset(f.preset, f.preset_flags, &*cluster);
+    if (!workload.ok()) return Usage(std::string(workload.status().message()));
+  } else if (!f.preset.empty()) {
     hybrid::Config c;
     std::string error;
     std::vector<std::string> args = {"--preset", f.preset};
@@ -208,6 +213,8 @@ Command AddSimCommand(CLI::App& trirace) {
       ->type_name("X");
   app->add_option("--hosts-per-leaf", f->cluster_options.hosts_per_leaf, "two-tier: nodes per leaf switch (16)")
       ->type_name("N");
+  app->add_option("--nics", f->cluster_options.nics, "testbed: NICs (rails) per host (default 1; the rails-* presets 2)")
+      ->type_name("N");
   app->add_option("--transport", f->transport, "socket (eager sends) or rdma (receiver-ready)")->type_name("KIND");
   app->add_option("--latency-us", f->latency_us, "a message's latency between hosts, us (default: the cluster's)")
       ->type_name("US");
@@ -219,7 +226,9 @@ Command AddSimCommand(CLI::App& trirace) {
   app->add_option("--trace", f->trace, "write a Perfetto trace of one mode's run")->type_name("FILE");
   app->add_option("--trace-mode", f->trace_mode, "the mode --trace records (default: the last of --modes)")
       ->type_name("MODE");
-  app->add_option("--preset", f->preset, "a bench/e2e preset of examples/hybrid_parallel")->type_name("NAME");
+  app->add_option("--preset", f->preset,
+                  "a bench/e2e preset of examples/hybrid_parallel, or rails-split / rails-shared (two jobs)")
+      ->type_name("NAME");
   app->add_option("--model", f->model, "bert-large, gpt2-xl, gpt-1.3b or gpt-7b")->type_name("NAME");
   app->add_option("--pp", f->training.pp, "pipeline stages")->type_name("P");
   app->add_option("--dp", f->training.dp, "data-parallel replicas")->type_name("D");

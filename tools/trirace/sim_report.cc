@@ -32,6 +32,18 @@ ojson ModeJson(const sim::Comparison& c, const sim::ModeResult& r, bool timing) 
   ojson its = ojson::array();
   for (double v : r.iteration_ms) its.push_back(Round(v, 1e-6));
   m["iterations_ms"] = its;
+  if (!r.jobs.empty()) {
+    ojson jobs = ojson::object();
+    ojson jobs_its = ojson::object();
+    for (const sim::JobResult& job : r.jobs) {
+      jobs[job.name] = Round(job.iteration_ms_median, 1e-6);
+      ojson its_j = ojson::array();
+      for (double v : job.iteration_ms) its_j.push_back(Round(v, 1e-6));
+      jobs_its[job.name] = its_j;
+    }
+    m["jobs_ms"] = jobs;
+    m["jobs_iterations_ms"] = jobs_its;
+  }
   ojson links = ojson::array();
   for (const sim::LinkUse& u : r.busiest) {
     links.push_back({{"link", u.name}, {"gbps", u.gbps}, {"utilisation", Round(u.utilisation, 1e-6)}});
@@ -67,6 +79,11 @@ std::string SimWorkloadReport(const sim::Cluster& cluster, const sim::Workload& 
     j["bound_ms"] = Round(c.bound_ms, 1e-6);
     j["compute_ms"] = Round(c.compute_ms, 1e-6);
     j["link_ms"] = Round(c.link_ms, 1e-6);
+    if (!c.job_bound_ms.empty()) {
+      ojson jobs = ojson::object();
+      for (size_t i = 0; i < c.job_bound_ms.size(); ++i) jobs[w.job_names[i]] = Round(c.job_bound_ms[i], 1e-6);
+      j["jobs_bound_ms"] = jobs;
+    }
     return j.dump(1) + "\n";
   }
   std::string out = absl::StrFormat("trirace sim: %s on %s; %d iterations, median of the last %d\n", w.name,
@@ -79,8 +96,10 @@ std::string SimWorkloadReport(const sim::Cluster& cluster, const sim::Workload& 
     for (const sim::LinkUse& u : r.busiest) {
       absl::StrAppendFormat(&links, "%s%s %.0f%%", links.empty() ? "" : ", ", u.name, 100 * u.utilisation);
     }
-    absl::StrAppendFormat(&out, "%-9s %13.3f %8.3fx %11s  %s\n", name, r.iteration_ms_median, c.SpeedUp(r),
-                          share ? absl::StrFormat("%.0f%%", 100 * *share) : "-", links);
+    std::string jobs;
+    for (const sim::JobResult& job : r.jobs) absl::StrAppendFormat(&jobs, "%s%s %.3f", jobs.empty() ? "jobs: " : ", ", job.name, job.iteration_ms_median);
+    absl::StrAppendFormat(&out, "%-9s %13.3f %8.3fx %11s  %s%s%s\n", name, r.iteration_ms_median, c.SpeedUp(r),
+                          share ? absl::StrFormat("%.0f%%", 100 * *share) : "-", links, jobs.empty() ? "" : "; ", jobs);
     if (o.timing) {
       std::string releases;
       for (const auto& [reason, n] : r.release_reasons) absl::StrAppendFormat(&releases, " %s %llu", reason, (unsigned long long)n);
