@@ -208,9 +208,12 @@ void Network::Solve() {
       for (const FlowLink& fl : flows_[size_t(f)].spec.links) links_[size_t(fl.link)].users += fl.transfers;
     }
     heap.clear();
+    // What is left of a link after subtracting shares can be a rounding
+    // residue; below a billionth of the capacity it is nothing.
     auto share_of = [&](LinkIx li) {
       const Link& l = links_[size_t(li)];
-      return std::max(l.rem, 0.0) / double(l.users);
+      const double rem = l.rem > 1e-9 * Capacity(l) ? l.rem : 0.0;
+      return rem / double(l.users);
     };
     for (LinkIx li : comp_links_) {
       const Link& l = links_[size_t(li)];
@@ -268,7 +271,10 @@ void Network::Solve() {
       c.SetRate(now_, c.rate + (flow.rate - old_rate[i]) * fl.transfers);
     }
     ++flow.version;
-    if (flow.rate > 0) Push(now_ + NsFor(flow.left, flow.rate), EventKind::kFinish, f, flow.version);
+    // A starved flow (rate 0) waits for the next solve to give it a share.
+    if (const int64_t ns = flow.rate > 0 ? NsFor(flow.left, flow.rate) : kNever; ns != kNever) {
+      Push(now_ + ns, EventKind::kFinish, f, flow.version);
+    }
   }
   // Every flow moving on a component link is in the component.
   for (LinkIx li : comp_links_) links_[size_t(li)].users = 0;
@@ -339,7 +345,9 @@ void Network::AdvanceTo(int64_t t, std::vector<uint64_t>* finished) {
         flow.left = std::max(flow.left - flow.rate * double(now_ - flow.since) * 1e-9, 0.0);
         flow.since = now_;
         if (flow.left > kDoneBytes * std::max(1.0, flow.spec.bytes * 1e-9)) {
-          Push(now_ + std::max<int64_t>(NsFor(flow.left, flow.rate), 1), EventKind::kFinish, e.id, flow.version);
+          // Rounding left a little: finish it when that is through.
+          const int64_t ns = NsFor(flow.left, flow.rate);
+          if (ns != kNever) Push(now_ + std::max<int64_t>(ns, 1), EventKind::kFinish, e.id, flow.version);
           break;
         }
         Finish(e.id, finished);

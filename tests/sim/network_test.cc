@@ -90,6 +90,18 @@ TEST(NetworkTest, AHigherClassTakesWhatItCanAndTheLowerFillsTheRest) {
   EXPECT_EQ(done[1], 1'000'000);
 }
 
+TEST(NetworkTest, ARoundingResidueIsNoShare) {
+  // Three equal shares of 1e9/7 B/s leave 1.5e-8 B/s in doubles; the lower
+  // class must wait for the link instead of crawling at that rate (before
+  // the fix its finish time overflowed and the run never ended).
+  Network net({{"l", 1e9 / 7}}, true);
+  for (uint64_t i = 0; i < 3; ++i) net.Start(Flow({{0}}, 1e6, i, 0), 0);
+  net.Start(Flow({{0}}, 1e6, 3, 2), 0);
+  const std::vector<int64_t> done = RunAll(net, 4);
+  EXPECT_NEAR(double(done[0]), 21e6, 2);
+  EXPECT_NEAR(double(done[3]), 28e6, 3);
+}
+
 TEST(NetworkTest, TransfersOfOneFlowTakeOneShareEach) {
   // A ring's flow with two transfers on the link against a single send:
   // three shares, the ring's two at a third each.
