@@ -75,6 +75,7 @@ struct StreamOp {
   int call_count = 0;
   int stamp = -1;           // kStamp
   int gate = -1;            // kGate (the simulator's)
+  int64_t begin_iteration = -1;  // the simulator's: a kRecord that tells the engine an iteration began
   int completes = kNoOp;    // the simulator's: this op's end also ends that op
 };
 

@@ -28,15 +28,15 @@ std::optional<double> Comparison::GainShare(const ModeResult& r) const {
 }
 
 absl::StatusOr<Comparison> CompareModes(const Cluster& cluster, const Workload& workload, const std::vector<Mode>& modes,
-                                        TraceOut* trace, std::optional<Mode> trace_mode) {
+                                        const SimOptions& base, TraceOut* trace, std::optional<Mode> trace_mode) {
   Comparison out;
   std::vector<Mode> runs = modes;
   const bool ideal_asked = std::find(modes.begin(), modes.end(), Mode::kIdeal) != modes.end();
   if (!ideal_asked) runs.push_back(Mode::kIdeal);
   for (Mode m : runs) {
-    SimOptions o;
+    SimOptions o = base;
     o.mode = m;
-    if (trace != nullptr && trace_mode == m) o.trace = trace;
+    o.trace = trace != nullptr && trace_mode == m ? trace : nullptr;
     absl::StatusOr<ModeResult> r = Simulate(cluster, workload, o);
     if (!r.ok()) return r.status();
     if (m == Mode::kIdeal) out.ideal = *r;
@@ -46,7 +46,9 @@ absl::StatusOr<Comparison> CompareModes(const Cluster& cluster, const Workload& 
   // busiest link's bytes per iteration; per job when there are several.
   // (Every mode moves the same bytes: the ideal's run counts them.)
   auto bound_of = [&](const Workload& w, const ModeResult* ideal, double* compute_ms, double* link_ms) -> absl::Status {
-    SimOptions unlimited;
+    SimOptions unlimited = base;
+    unlimited.mode = Mode::kOff;
+    unlimited.trace = nullptr;
     unlimited.unlimited_links = true;
     absl::StatusOr<ModeResult> compute = Simulate(cluster, w, unlimited);
     if (!compute.ok()) return compute.status();
@@ -55,8 +57,9 @@ absl::StatusOr<Comparison> CompareModes(const Cluster& cluster, const Workload& 
       *link_ms = ideal->busiest_link_ms;
       return absl::OkStatus();
     }
-    SimOptions o;
+    SimOptions o = base;
     o.mode = Mode::kIdeal;
+    o.trace = nullptr;
     absl::StatusOr<ModeResult> links = Simulate(cluster, w, o);
     if (!links.ok()) return links.status();
     *link_ms = links->busiest_link_ms;

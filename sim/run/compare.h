@@ -35,10 +35,11 @@ struct Comparison {
 };
 
 // Runs `modes` (and the ideal and the bound's compute half, per job when
-// there are several); `trace`, if
-// set, records the run of `trace_mode`.
+// there are several) with `base`'s options (its mode and trace are
+// ignored); `trace`, if set, records the run of `trace_mode`.
 absl::StatusOr<Comparison> CompareModes(const Cluster& cluster, const Workload& workload, const std::vector<Mode>& modes,
-                                        TraceOut* trace = nullptr, std::optional<Mode> trace_mode = std::nullopt);
+                                        const SimOptions& base = {}, TraceOut* trace = nullptr,
+                                        std::optional<Mode> trace_mode = std::nullopt);
 
 }  // namespace trirace::sim
 

@@ -226,8 +226,12 @@ bool Simulation::EnqueueGated(int rank, int op) {
         }
       }
     }
-    r.task[size_t(op)] = r.engine->Submit(std::move(spec));
-    ScheduleWake(rank);
+    if (options_.decide_at_stream) {
+      r.deferred_p2p.emplace(op, std::move(spec));
+    } else {
+      r.task[size_t(op)] = r.engine->Submit(std::move(spec));
+      ScheduleWake(rank);
+    }
     r.state[size_t(op)] = OpState::kQueued;
     r.queues[size_t(user.stream)].push_back(op);
     return true;
@@ -304,7 +308,11 @@ bool Simulation::EnqueueGated(int rank, int op) {
     const sched::TaskId id = r.engine->ReserveId();
     r.task[size_t(call_op)] = id;
     r.gates[size_t(gate)].task = id;
-    r.engine->Submit(std::move(spec), id);
+    if (options_.decide_at_stream) {
+      r.gates[size_t(gate)].deferred = std::move(spec);
+    } else {
+      r.engine->Submit(std::move(spec), id);
+    }
     Enqueue(rank, gate_op);
     Enqueue(rank, call_op);
   }
@@ -322,6 +330,26 @@ bool Simulation::EnqueueGated(int rank, int op) {
   r.state[size_t(op)] = OpState::kRunning;
   ScheduleWake(rank);
   return true;
+}
+
+void Simulation::SubmitDeferredGate(int rank, int gate) {
+  RankRun& r = ranks_[size_t(rank)];
+  Gate& g = r.gates[size_t(gate)];
+  if (!g.deferred) return;
+  sched::TaskSpec spec = std::move(*g.deferred);
+  g.deferred.reset();
+  g.call_ns = now_;
+  r.engine->Submit(std::move(spec), g.task);
+  ScheduleWake(rank);
+}
+
+void Simulation::SubmitDeferredP2P(int rank, int op) {
+  RankRun& r = ranks_[size_t(rank)];
+  auto it = r.deferred_p2p.find(op);
+  if (it == r.deferred_p2p.end()) return;
+  r.task[size_t(op)] = r.engine->Submit(std::move(it->second));
+  r.deferred_p2p.erase(it);
+  ScheduleWake(rank);
 }
 
 void Simulation::CompleteTask(int rank, int op) {

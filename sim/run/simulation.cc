@@ -127,7 +127,15 @@ bool Simulation::RunHost(int rank) {
         if (r.state[size_t(h.op)] != OpState::kDone) return progress;
         break;
       case HostKind::kIterationBegin:
-        if (r.engine != nullptr) {
+        if (r.engine != nullptr && options_.decide_at_stream) {
+          // The streams' iteration: the engine hears of it when the first
+          // stream gets there.
+          StreamOp mark;
+          mark.kind = OpKind::kRecord;
+          mark.stream = 0;
+          mark.begin_iteration = h.value;
+          Enqueue(rank, NewOp(rank, mark));
+        } else if (r.engine != nullptr) {
           r.engine->BeginIteration(h.value);
           ScheduleWake(rank);
         }
@@ -193,17 +201,25 @@ bool Simulation::TryStart(int rank, int op) {
       if (o.stamp >= 0 && o.stamp < int(r.stamps.size())) r.stamps[size_t(o.stamp)] = double(now_);
       OpDone(rank, op);
       break;
-    case OpKind::kRecord: OpDone(rank, op); break;
+    case OpKind::kRecord:
+      if (o.begin_iteration >= 0 && r.engine != nullptr) {
+        r.engine->BeginIteration(o.begin_iteration);
+        ScheduleWake(rank);
+      }
+      OpDone(rank, op);
+      break;
     case OpKind::kWait:
       if (o.wait_for == kNoOp || r.state[size_t(o.wait_for)] == OpState::kDone) OpDone(rank, op);
       break;
     case OpKind::kGate:
+      SubmitDeferredGate(rank, o.gate);
       if (r.gates[size_t(o.gate)].open) OpDone(rank, op);
       break;
     case OpKind::kComm:
       if (st == OpState::kQueued) {
         st = OpState::kRunning;
         r.started_ns[size_t(op)] = now_;
+        if (!r.deferred_p2p.empty()) SubmitDeferredP2P(rank, op);
         r.pending[size_t(op)] = o.call_count;
         for (int k = 0; k < o.call_count; ++k) {
           // Copy: posting may grow r.calls? No, but r may be touched by OpDone.

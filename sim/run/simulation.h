@@ -58,6 +58,12 @@ struct SimOptions {
   TraceOut* trace = nullptr;  // optional: a Perfetto trace of the run
   // Links reported in ModeResult::busiest.
   int busiest_links = 3;
+  // Gated modes: submit each task when its stream reaches the gate (P2P:
+  // when its stream starts it), and tell the engine an iteration began when
+  // the first stream reaches it, instead of at the call as the shim does.
+  // A design under study (docs/simulation.md, "The policy on the
+  // simulator"), not what the shim does.
+  bool decide_at_stream = false;
 };
 
 struct LinkUse {

@@ -9,6 +9,7 @@
 #include <array>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <string>
 #include <unordered_map>
@@ -33,6 +34,7 @@ struct Gate {
   int64_t open_ns = -1;
   sched::ReleaseReason reason = sched::ReleaseReason::kUngated;
   uint32_t chunk = 0, chunks = 1;
+  std::optional<sched::TaskSpec> deferred;  // SimOptions::decide_at_stream: submitted when the stream gets here
 };
 
 class Simulation;
@@ -55,6 +57,7 @@ struct RankRun {
   std::vector<int> pending;         // kComm: parts not done
   std::vector<int64_t> started_ns;  // when the op started
   std::vector<sched::TaskId> task;  // the engine task an op completes (0: none)
+  std::unordered_map<int, sched::TaskSpec> deferred_p2p;  // op -> its task, submitted when it starts
   std::vector<std::deque<int>> queues;  // per stream
   size_t host_pc = 0;
   bool host_sleeping = false;
@@ -170,6 +173,9 @@ class Simulation {
   void SetUpGating();
   bool EnqueueGated(int rank, int op);
   void CompleteTask(int rank, int op);
+  // SimOptions::decide_at_stream: submits what waited for the stream.
+  void SubmitDeferredGate(int rank, int gate);
+  void SubmitDeferredP2P(int rank, int op);
   void ScheduleWake(int rank);
   void EngineWake(int rank);
   sched::TaskSpec TaskFor(int rank, const NcclCall& call, uint64_t bytes, TrafficClass cls);

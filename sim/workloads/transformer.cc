@@ -188,10 +188,10 @@ class Generator {
       const double bytes = tokens_ * m.hidden * 2;
       tp_comm = 2 * (2.0 * (t - 1) / t * bytes / rate + 2 * (t - 1) * cluster_.local_latency_ns * 1e-9);
     }
-    layer_fwd_ns_ = int64_t((fwd + tp_comm) * 1e9 * s_.compute_scale);
-    layer_bwd_ns_ = int64_t((2 * fwd + tp_comm) * 1e9 * s_.compute_scale);
+    layer_fwd_ns_ = int64_t((fwd + tp_comm) * 1e9);
+    layer_bwd_ns_ = int64_t((2 * fwd + tp_comm) * 1e9);
     const double head = s_.gpu.Seconds(m.HeadForwardFlops(tokens_) / t, 2.0 * m.vocabulary * m.hidden / t);
-    head_fwd_ns_ = int64_t(head * 1e9 * s_.compute_scale);
+    head_fwd_ns_ = int64_t(head * 1e9);
     head_bwd_ns_ = 2 * head_fwd_ns_;
   }
 
@@ -301,7 +301,7 @@ class Generator {
       if (!it.fwd) last_backward[size_t(it.it)][size_t(it.chunk)] = i;
     }
     const double stage_params = double(first_layer_[size_t(V_)]) / V_ * s_.model.LayerParams() * ChunksPerStage() / s_.tp;
-    const int64_t optimizer_ns = int64_t(stage_params * 16 / (s_.gpu.mem_gbytes_per_s * 1e9) * 1e9 * s_.compute_scale);
+    const int64_t optimizer_ns = int64_t(stage_params * 16 / (s_.gpu.mem_gbytes_per_s * 1e9) * 1e9);
     const bool flush_each = s_.schedule != PipelineSchedule::k2BW;
     const bool has_dp = dp_comm_[size_t(p * s_.tp + t)] >= 0;
     for (size_t i = 0; i < items.size(); ++i) {
@@ -421,7 +421,6 @@ absl::Status ValidateTraining(const TrainingSpec& s, const Cluster& cluster) {
   if (s.micro_batch_size < 1) return bad(absl::StrCat("--micro-batch-size ", s.micro_batch_size, ": expected >= 1"));
   if (!(s.bucket_mb > 0)) return bad(absl::StrCat("--bucket-mb ", s.bucket_mb, ": expected > 0"));
   if (!(s.gpu.tflops > 0) || !(s.gpu.mem_gbytes_per_s > 0)) return bad("--tflops and --mem-gbps must be > 0");
-  if (!(s.compute_scale > 0)) return bad(absl::StrCat("--compute-scale ", s.compute_scale, ": expected > 0"));
   if (s.moe_every < 0) return bad(absl::StrCat("--moe-every ", s.moe_every, ": expected >= 0"));
   return absl::OkStatus();
 }

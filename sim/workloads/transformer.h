@@ -40,9 +40,9 @@
 //   - tensor parallelism's all-reduces (4 per layer and micro-batch) stay
 //     inside a node and are folded into the layer's compute time at the
 //     node's GPU-to-GPU rate (they share no link with the other traffic).
-// Compute: models.h's FLOP and byte counts at the GPU profile, times
-// compute_scale; the optimizer step (16 bytes per parameter) after the
-// flush.
+// Compute: models.h's FLOP and byte counts at the GPU profile; the
+// optimizer step (16 bytes per parameter) after the flush. (The simulator
+// scales every compute op by Cluster::compute_scale, `--compute-scale`.)
 //
 // Thread safety: pure but for the cluster's path cache.
 #ifndef TRIRACE_SIM_WORKLOADS_TRANSFORMER_H_
@@ -77,7 +77,6 @@ struct TrainingSpec {
   int iterations = 3;
   int warmup = 1;
   GpuProfile gpu;
-  double compute_scale = 1;
 
   int ranks() const { return pp * dp * tp; }
 };

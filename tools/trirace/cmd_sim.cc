@@ -1,5 +1,7 @@
 // trirace sim: a workload on a simulated cluster in every mode, next to the
 // ideal and the bound (docs/simulation.md; sim/).
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -29,6 +31,8 @@ struct SimFlags {
   sim::ClusterOptions cluster_options;
   std::string fabric, transport;
   double latency_us = -1;
+  double compute_scale = 1;
+  std::string decide_at = "call";
   std::optional<int> hosts;  // unset: the cluster's
   std::optional<double> gbps;
   std::string modes = "off,fifo,priority,wire,gate,trirace";
@@ -47,6 +51,11 @@ struct SimFlags {
   uint64_t bytes = 0;
   int ranks = 0;
 };
+
+double PeakRssMib() {
+  rusage u{};
+  return getrusage(RUSAGE_SELF, &u) == 0 ? double(u.ru_maxrss) / 1024 : 0;  // ru_maxrss is in KiB
+}
 
 int Usage(const std::string& why) {
   std::fprintf(stderr, "trirace sim: %s (see trirace sim --help)\n", why.c_str());
@@ -102,9 +111,14 @@ int RunSim(SimFlags& f) {
     }
   }
   if (sim::IsRailsPreset(f.preset) && f.cluster_options.nics == 0 && f.cluster == "testbed") f.cluster_options.nics = 2;
+  if (f.decide_at != "call" && f.decide_at != "stream") return Usage("--decide-at '" + f.decide_at + "': expected call or stream");
+  sim::SimOptions base;
+  base.decide_at_stream = f.decide_at == "stream";
   absl::StatusOr<sim::Cluster> cluster = sim::MakeCluster(f.cluster, f.cluster_options);
   if (!cluster.ok()) return Usage(std::string(cluster.status().message()));
   if (f.latency_us >= 0) cluster->net_latency_ns = int64_t(f.latency_us * 1000);
+  if (!(f.compute_scale > 0)) return Usage(absl::StrCat("--compute-scale ", f.compute_scale, ": expected a factor > 0"));
+  cluster->compute_scale *= f.compute_scale;
 
   absl::StatusOr<sim::Workload> workload = absl::UnknownError("no workload");
   if (sim::IsRailsPreset(f.preset)) {
@@ -159,6 +173,7 @@ int RunSim(SimFlags& f) {
     sim::TraceOut trace;
     sim::SimOptions o;
     o.mode = modes->front();
+    o.decide_at_stream = base.decide_at_stream;
     if (!f.trace.empty()) o.trace = &trace;
     absl::StatusOr<sim::ModeResult> r = sim::Simulate(*cluster, *workload, o);
     if (!r.ok()) {
@@ -168,13 +183,15 @@ int RunSim(SimFlags& f) {
     if (!f.trace.empty()) {
       if (absl::Status s = trace.Write(f.trace, *workload); !s.ok()) return Usage(std::string(s.message()));
     }
-    std::fputs(SimCollectiveReport(*cluster, *workload, *r, *func, f.bytes, spec.ranks, {f.json, f.timing}).c_str(), stdout);
+    std::fputs(
+        SimCollectiveReport(*cluster, *workload, *r, *func, f.bytes, spec.ranks, {f.json, f.timing, PeakRssMib()}).c_str(),
+        stdout);
     return 0;
   }
   if (!workload.ok()) return Usage(std::string(workload.status().message()));
   sim::TraceOut trace;
   absl::StatusOr<sim::Comparison> c =
-      sim::CompareModes(*cluster, *workload, *modes, f.trace.empty() ? nullptr : &trace, trace_mode);
+      sim::CompareModes(*cluster, *workload, *modes, base, f.trace.empty() ? nullptr : &trace, trace_mode);
   if (!c.ok()) {
     std::fprintf(stderr, "trirace sim: %s\n", std::string(c.status().message()).c_str());
     return 1;
@@ -182,7 +199,7 @@ int RunSim(SimFlags& f) {
   if (!f.trace.empty()) {
     if (absl::Status s = trace.Write(f.trace, *workload); !s.ok()) return Usage(std::string(s.message()));
   }
-  std::fputs(SimWorkloadReport(*cluster, *workload, *c, {f.json, f.timing}).c_str(), stdout);
+  std::fputs(SimWorkloadReport(*cluster, *workload, *c, {f.json, f.timing, PeakRssMib()}).c_str(), stdout);
   return 0;
 }
 
@@ -251,9 +268,14 @@ Command AddSimCommand(CLI::App& trirace) {
   app->add_option("--warmup", f->training.warmup, "iterations left out of the median")->type_name("N")->capture_default_str();
   app->add_option("--tflops", f->tflops, "achieved TFLOP/s per GPU (default: the cluster's GPU)")->type_name("T");
   app->add_option("--mem-gbps", f->mem_gbps, "achieved memory GB/s per GPU (default: the cluster's GPU)")->type_name("G");
-  app->add_option("--compute-scale", f->training.compute_scale, "multiply every compute time by X")
-      ->type_name("X")
+  app->add_option("--decide-at", f->decide_at,
+                  "gated modes: submit tasks at the call (as the shim does) or when the stream reaches the gate "
+                  "(a design under study)")
+      ->type_name("call|stream")
       ->capture_default_str();
+  app->add_option("--compute-scale", f->compute_scale,
+                  "multiply every compute time by X (any workload; the compute : communication sweep)")
+      ->type_name("X");
   app->add_option("--replay", f->replay, "a folder of the shim's per-rank traces (TRIRACE_TRACE)")->type_name("DIR");
   app->add_option("--collective", f->collective, "allreduce, allgather, reducescatter, alltoall or sendrecv")
       ->type_name("NAME");

@@ -14,6 +14,7 @@ namespace trirace::tools {
 struct SimReportOptions {
   bool json = false;
   bool timing = false;  // the simulator's own wall time and events (not deterministic)
+  double peak_rss_mib = 0;  // with timing: the process's peak resident memory
 };
 
 std::string SimWorkloadReport(const sim::Cluster& cluster, const sim::Workload& workload, const sim::Comparison& c,
