@@ -48,9 +48,20 @@ void Network::Push(int64_t t, EventKind kind, int32_t id, uint32_t version) {
 
 FlowIx Network::Start(FlowSpec spec, int64_t now) {
   now_ = std::max(now_, now);
-  const FlowIx f = FlowIx(flows_.size());
-  flows_.emplace_back();
-  Flow& flow = flows_.back();
+  // Slots of finished flows are reused; a slot's version keeps counting,
+  // so events for its earlier flows stay stale.
+  FlowIx f;
+  if (!free_.empty()) {
+    f = free_.back();
+    free_.pop_back();
+    const uint32_t version = flows_[size_t(f)].version + 1;
+    flows_[size_t(f)] = Flow{};
+    flows_[size_t(f)].version = version;
+  } else {
+    f = FlowIx(flows_.size());
+    flows_.emplace_back();
+  }
+  Flow& flow = flows_[size_t(f)];
   flow.spec = std::move(spec);
   flow.left = std::max(flow.spec.bytes, 0.0);
   flow.start_ns = now_ + std::max<int64_t>(flow.spec.latency_ns, 0);
@@ -64,7 +75,7 @@ FlowIx Network::Start(FlowSpec spec, int64_t now) {
     q.push_back(f);
     flow.queued_head = q.size() == 1;
   }
-  if (flow.queued_head) Push(flow.start_ns, EventKind::kStart, f, 0);
+  if (flow.queued_head) Push(flow.start_ns, EventKind::kStart, f, flow.version);
   return f;
 }
 
@@ -110,6 +121,9 @@ void Network::Finish(FlowIx f, std::vector<uint64_t>* finished) {
     --active_count_;
   }
   finished->push_back(flow.spec.cookie);
+  flow.spec.links.clear();
+  flow.spec.links.shrink_to_fit();
+  free_.push_back(f);
   if (flow.spec.fifo_key >= 0) {
     auto q = fifo_.find(flow.spec.fifo_key);
     if (q != fifo_.end()) {
@@ -119,7 +133,7 @@ void Network::Finish(FlowIx f, std::vector<uint64_t>* finished) {
       } else {
         Flow& next = flows_[size_t(q->second.front())];
         next.queued_head = true;
-        Push(std::max(next.start_ns, now_), EventKind::kStart, q->second.front(), 0);
+        Push(std::max(next.start_ns, now_), EventKind::kStart, q->second.front(), next.version);
       }
     }
   }
@@ -305,7 +319,7 @@ int64_t Network::NextEventNs() {
     } else if (e.kind == EventKind::kBucket) {
       stale = links_[size_t(e.id)].version != e.version;
     } else {
-      stale = flows_[size_t(e.id)].state != FlowState::kWaiting;
+      stale = flows_[size_t(e.id)].state != FlowState::kWaiting || flows_[size_t(e.id)].version != e.version;
     }
     if (!stale) break;
     events_.pop();
@@ -330,9 +344,9 @@ void Network::AdvanceTo(int64_t t, std::vector<uint64_t>* finished) {
     switch (e.kind) {
       case EventKind::kStart: {
         Flow& flow = flows_[size_t(e.id)];
-        if (flow.state == FlowState::kWaiting && flow.queued_head) {
+        if (flow.state == FlowState::kWaiting && flow.queued_head && flow.version == e.version) {
           if (flow.start_ns > now_) {
-            Push(flow.start_ns, EventKind::kStart, e.id, 0);
+            Push(flow.start_ns, EventKind::kStart, e.id, flow.version);
           } else {
             Activate(e.id);
           }

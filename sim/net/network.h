@@ -91,7 +91,8 @@ class Network {
 
   // A new counter, 0 bytes; FlowLink::counter names it.
   int AddCounter();
-  // Starts a flow at `now` (not before the last AdvanceTo).
+  // Starts a flow at `now` (not before the last AdvanceTo). The index is
+  // the flow's until it finishes; then it may name a later flow.
   FlowIx Start(FlowSpec spec, int64_t now);
 
   // The time of the next flow start or finish or bucket change (kNever if
@@ -171,6 +172,7 @@ class Network {
 
   std::vector<Link> links_;
   std::vector<Flow> flows_;
+  std::vector<FlowIx> free_;  // slots of finished flows
   std::vector<Integrator> counters_;
   const bool class_queues_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;

@@ -327,6 +327,17 @@ int Simulation::LevelOf(TrafficClass cls, int sender_rank) const {
   return 2;
 }
 
+uint64_t Simulation::NewOwner(const FlowOwner& owner) {
+  if (free_owners_.empty()) {
+    flow_owners_.push_back(owner);
+    return flow_owners_.size() - 1;
+  }
+  const uint64_t cookie = free_owners_.back();
+  free_owners_.pop_back();
+  flow_owners_[size_t(cookie)] = owner;
+  return cookie;
+}
+
 void Simulation::StartTransfer(const Layout& layout, const Layout::Transfer& t, const InstanceKey& key, bool p2p,
                                TrafficClass cls, int level, int64_t fifo_key) {
   FlowSpec f;
@@ -344,8 +355,7 @@ void Simulation::StartTransfer(const Layout& layout, const Layout::Transfer& t, 
   }
   FlowOwner owner{key, p2p, cls, t.nic_tx >= 0 ? t.sender : -1, layout.bytes_per_transfer};
   if (owner.sender >= 0) urgent_[size_t(owner.sender)][size_t(ClassIndex(cls))] += int64_t(owner.bytes);
-  f.cookie = flow_owners_.size();
-  flow_owners_.push_back(owner);
+  f.cookie = NewOwner(owner);
   net_.Start(std::move(f), now_);
 }
 
@@ -379,9 +389,7 @@ void Simulation::StartMessage(const InstanceKey& key, Instance& in) {
                            : -1;
   if (layout.transfers.empty()) {
     // To itself: nothing moves.
-    FlowOwner owner{key, true, in.cls, -1, 0};
-    flow_owners_.push_back(owner);
-    FlowFinished(flow_owners_.size() - 1);
+    FlowFinished(NewOwner(FlowOwner{key, true, in.cls, -1, 0}));
     return;
   }
   StartTransfer(layout, layout.transfers[0], key, true, in.cls, level, fifo);
@@ -389,6 +397,7 @@ void Simulation::StartMessage(const InstanceKey& key, Instance& in) {
 
 void Simulation::FlowFinished(uint64_t cookie) {
   const FlowOwner owner = flow_owners_[size_t(cookie)];  // a copy: PartDone may start flows
+  free_owners_.push_back(cookie);
   if (owner.sender >= 0) urgent_[size_t(owner.sender)][size_t(ClassIndex(owner.cls))] -= int64_t(owner.bytes);
   auto it = instances_.find(owner.key);
   if (it == instances_.end()) return;

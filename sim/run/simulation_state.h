@@ -162,6 +162,7 @@ class Simulation {
   void FlowFinished(uint64_t cookie);
   int LevelOf(TrafficClass cls, int sender_rank) const;
   // Starts one transfer of `layout` as a flow owned by `key`.
+  uint64_t NewOwner(const FlowOwner& owner);
   void StartTransfer(const Layout& layout, const Layout::Transfer& t, const InstanceKey& key, bool p2p,
                      TrafficClass cls, int level, int64_t fifo_key);
   void Push(int64_t t, EventKind kind, int rank, int op);
@@ -201,7 +202,8 @@ class Simulation {
   uint64_t event_count_ = 0;
   std::unordered_map<InstanceKey, Instance, InstanceKeyHash> instances_;
   std::string error_;  // the first error; the run stops
-  std::vector<FlowOwner> flow_owners_;
+  std::vector<FlowOwner> flow_owners_;  // by flow cookie; slots reused
+  std::vector<uint64_t> free_owners_;
   std::vector<std::vector<int>> comm_rank_;  // [comm] global rank -> comm rank (-1)
   std::unordered_map<uint64_t, std::vector<LinkIx>> comm_links_;
   std::unordered_map<int, uint64_t> chunk_bytes_;
