@@ -14,8 +14,11 @@
 //
 //   compute   the iteration with every link unlimited: compute and the
 //             loop's dependencies alone (the pipeline's fill and drain);
-//   link      the busiest link direction's bytes per iteration at its rate;
-//   bound     max(compute, link): no schedule beats either;
+//   link      the busiest link direction's bytes per iteration at its
+//             sustained rate;
+//   bound     max(compute, link): no schedule beats either (on the
+//             sustained rate: with the token bucket's bursts the ideal can
+//             come in a little under it on small configurations);
 //   ideal     the loop on strict class priority with free preemption and
 //             the front stages' DENSE ahead ([R14]): the `ideal` mode;
 //   class     the same without [R14] (the `wire` mode: class priority alone);

@@ -162,10 +162,12 @@ void Simulation::OpDone(int rank, int op) {
     if (o.kind == OpKind::kComm && o.gate >= 0) {
       // A gated chunk: its call, the gate's release and the run.
       const Gate& g = r.gates[size_t(o.gate)];
-      options_.trace->Gate(rank, r.calls[size_t(o.first_call)], g.call_ns, std::max(g.open_ns, g.call_ns), now_,
+      const NcclCall& call = r.calls[size_t(o.first_call)];
+      options_.trace->Gate(rank, call, ClassOf(call), g.call_ns, std::max(g.open_ns, g.call_ns), now_,
                            sched::ReleaseReasonName(g.reason), g.chunk, g.chunks);
     } else if (o.kind == OpKind::kCompute || o.kind == OpKind::kComm) {
-      options_.trace->Slice(rank, o, o.kind == OpKind::kComm ? &r.calls[size_t(o.first_call)] : nullptr,
+      const NcclCall* call = o.kind == OpKind::kComm ? &r.calls[size_t(o.first_call)] : nullptr;
+      options_.trace->Slice(rank, o, call, call != nullptr ? ClassOf(*call) : TrafficClass::kOther,
                             r.started_ns[size_t(op)], now_);
     }
   }

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <utility>
@@ -58,6 +59,8 @@ TrafficClass ClassFromName(const std::string& name) {
   if (name == "DENSE") return TrafficClass::kDense;
   return TrafficClass::kOther;
 }
+
+constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
 
 int64_t Ns(const json& us) { return us.is_number() ? int64_t(us.get<double>() * 1e3) : 0; }
 
@@ -169,8 +172,9 @@ absl::StatusOr<RankTrace> ReadTrace(const std::filesystem::path& path) {
   return t;
 }
 
+// interpose/comm_state.h RoleName's words.
 TrafficClass ClassOfRole(const std::string& role) {
-  if (role == "data_parallel") return TrafficClass::kDense;
+  if (role == "data-parallel") return TrafficClass::kDense;
   if (role == "pipeline") return TrafficClass::kP2P;
   if (role == "expert") return TrafficClass::kSparse;
   return TrafficClass::kOther;
@@ -243,32 +247,39 @@ absl::StatusOr<Workload> ReplayWorkload(const std::string& dir) {
     for (const TraceOp& op : t.ops) stream_of_comm.try_emplace(op.comm_index, int(stream_of_comm.size()) + 1);
     ProgramBuilder b(int(stream_of_comm.size()) + 1);
     b.Stamp(0, 0);
-    // Ops by end time, to find those that finished before each call.
+    // Ops by end time, to find those that finished before each event.
     std::vector<size_t> by_end(t.ops.size());
     for (size_t i = 0; i < by_end.size(); ++i) by_end[i] = i;
     std::stable_sort(by_end.begin(), by_end.end(), [&](size_t x, size_t y) { return t.ops[x].end_ns < t.ops[y].end_ns; });
     size_t ended = 0;
+    int64_t last_event = kNoTime;
+    // Moves the compute stream to time `at`: it waits for the ops the trace
+    // shows finished by then, and computes for the rest of the gap.
+    auto advance_to = [&](int64_t at, size_t calls_issued) {
+      if (last_event == kNoTime) last_event = at;
+      while (ended < by_end.size() && t.ops[by_end[ended]].end_ns <= at) {
+        const size_t j = by_end[ended];
+        if (j >= calls_issued) break;  // not called yet: a later event's
+        b.Wait(0, int64_t(j));
+        last_event = std::max(last_event, t.ops[j].end_ns);
+        ++ended;
+      }
+      if (at > last_event) b.Compute(0, at - last_event);
+      last_event = std::max(last_event, at);
+    };
     size_t next_iteration = 0;
-    int64_t last_event = t.ops.empty() ? 0 : t.ops.front().start_ns;
-    std::vector<int> done_key(t.ops.size(), -1);
-    for (size_t i = 0; i < t.ops.size();) {
-      const TraceOp& op = t.ops[i];
-      // Iteration marks before this call.
-      while (next_iteration < t.iterations.size() && t.iterations[next_iteration].first <= op.start_ns) {
+    for (size_t i = 0; i <= t.ops.size();) {
+      // Iteration marks up to this call (all that are left after the last).
+      const int64_t call_at = i < t.ops.size() ? t.ops[i].start_ns : std::numeric_limits<int64_t>::max();
+      while (next_iteration < t.iterations.size() && t.iterations[next_iteration].first <= call_at) {
+        advance_to(t.iterations[next_iteration].first, i);
         if (next_iteration > 0) b.Stamp(0, int(next_iteration));
         b.IterationBegin(t.iterations[next_iteration].second);
         ++next_iteration;
       }
-      // What finished before the call: the compute stream waits for it.
-      while (ended < by_end.size() && t.ops[by_end[ended]].end_ns <= op.start_ns) {
-        const size_t j = by_end[ended++];
-        if (j < i) {
-          b.Wait(0, int64_t(j));
-          last_event = std::max(last_event, t.ops[j].end_ns);
-        }
-      }
-      if (op.start_ns > last_event) b.Compute(0, op.start_ns - last_event);
-      last_event = std::max(last_event, op.start_ns);
+      if (i == t.ops.size()) break;
+      const TraceOp& op = t.ops[i];
+      advance_to(op.start_ns, i);
       // The call (with the rest of its user group).
       std::vector<NcclCall> calls;
       size_t k = i;
@@ -295,11 +306,7 @@ absl::StatusOr<Workload> ReplayWorkload(const std::string& dir) {
       for (size_t j = i; j < k; ++j) b.Record(stream, int64_t(j));
       i = k;
     }
-    while (next_iteration < t.iterations.size()) {
-      if (next_iteration > 0) b.Stamp(0, int(next_iteration));
-      b.IterationBegin(t.iterations[next_iteration].second);
-      ++next_iteration;
-    }
+    // The run ends when every stream has.
     for (const auto& [index, stream] : stream_of_comm) {
       b.Record(stream, -2 - int64_t(t.ops.size()) - stream);
       b.Wait(0, -2 - int64_t(t.ops.size()) - stream);

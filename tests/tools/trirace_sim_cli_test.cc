@@ -78,6 +78,29 @@ TEST(TriraceSimCliTest, TheTraceIsInTheShimsFormat) {
   fs::remove_all(dir);
 }
 
+TEST(TriraceSimCliTest, APercentRTraceIsAFilePerRankAsTheShimWritesThem) {
+  // What bench/e2e/release_reasons.py reads: traces/<preset>/<mode>/trace.<rank>.json
+  // with each gated op's class and release.
+  const fs::path dir = testing_support::MakeTempDir("trirace-sim-traces-");
+  auto r = RunProcess(Sim({"--cluster", "testbed", "--preset", "tiny", "--hosts", "2", "--ranks-per-host", "2",
+                           "--modes", "gate", "--trace", (dir / "trace.%r.json").string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (int rank = 0; rank < 4; ++rank) {
+    std::ifstream in(dir / ("trace." + std::to_string(rank) + ".json"));
+    ASSERT_TRUE(in.good()) << rank;
+    const nlohmann::json j = nlohmann::json::parse(in);
+    int dense_gated = 0;
+    for (const nlohmann::json& e : j["traceEvents"]) {
+      EXPECT_EQ(e.value("pid", rank), rank);
+      if (e.value("cat", "") == "op" && e["args"].value("class", "") == "DENSE" && e["args"].contains("release")) {
+        ++dense_gated;
+      }
+    }
+    EXPECT_GT(dense_gated, 0) << rank;
+  }
+  fs::remove_all(dir);
+}
+
 struct BadInput {
   std::vector<std::string> args;
   std::string says;

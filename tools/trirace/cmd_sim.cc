@@ -240,7 +240,8 @@ Command AddSimCommand(CLI::App& trirace) {
       ->capture_default_str();
   app->add_flag("--json", f->json, "print one JSON object");
   app->add_flag("--timing", f->timing, "add the simulator's own events and wall time");
-  app->add_option("--trace", f->trace, "write a Perfetto trace of one mode's run")->type_name("FILE");
+  app->add_option("--trace", f->trace, "write a Perfetto trace of one mode's run (a file per rank where FILE has %r)")
+      ->type_name("FILE");
   app->add_option("--trace-mode", f->trace_mode, "the mode --trace records (default: the last of --modes)")
       ->type_name("MODE");
   app->add_option("--preset", f->preset,
