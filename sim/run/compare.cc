@@ -39,6 +39,8 @@ absl::StatusOr<Comparison> CompareModes(const Cluster& cluster, const Workload& 
     o.trace = trace != nullptr && trace_mode == m ? trace : nullptr;
     absl::StatusOr<ModeResult> r = Simulate(cluster, workload, o);
     if (!r.ok()) return r.status();
+    out.events += r->events;
+    out.wall_s += r->wall_s;
     if (m == Mode::kIdeal) out.ideal = *r;
     if (m != Mode::kIdeal || ideal_asked) out.modes.push_back(*std::move(r));
   }
@@ -52,6 +54,8 @@ absl::StatusOr<Comparison> CompareModes(const Cluster& cluster, const Workload& 
     unlimited.unlimited_links = true;
     absl::StatusOr<ModeResult> compute = Simulate(cluster, w, unlimited);
     if (!compute.ok()) return compute.status();
+    out.events += compute->events;
+    out.wall_s += compute->wall_s;
     *compute_ms = compute->iteration_ms_median;
     if (ideal != nullptr) {
       *link_ms = ideal->busiest_link_ms;
@@ -62,6 +66,8 @@ absl::StatusOr<Comparison> CompareModes(const Cluster& cluster, const Workload& 
     o.trace = nullptr;
     absl::StatusOr<ModeResult> links = Simulate(cluster, w, o);
     if (!links.ok()) return links.status();
+    out.events += links->events;
+    out.wall_s += links->wall_s;
     *link_ms = links->busiest_link_ms;
     return absl::OkStatus();
   };

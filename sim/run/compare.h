@@ -26,6 +26,9 @@ struct Comparison {
   // each job's bound is its own (alone on the cluster: the other jobs'
   // traffic left out, as bench/e2e bounds the rails presets).
   std::vector<double> job_bound_ms;
+  // The simulator's own work over every run above (modes, ideal, bound).
+  uint64_t events = 0;
+  double wall_s = 0;
 
   const ModeResult* Find(Mode m) const;
   // off / mode; 0 without `off`.
