@@ -208,9 +208,10 @@ int RunSim(SimFlags& f) {
 Command AddSimCommand(CLI::App& trirace) {
   auto f = std::make_shared<SimFlags>();
   CLI::App* app = trirace.add_subcommand(
-      "sim",
-      "Simulate a workload on a cluster in every mode, with the real scheduler in simulated time:\n"
-      "iteration time, speed-up against off, share of the possible gain, busiest links.\n"
+      "sim", "a workload on a simulated cluster in every mode, with the real scheduler (docs/simulation.md)");
+  app->footer(
+      "Simulates a workload on a cluster in every mode, with the real scheduler in simulated time: iteration\n"
+      "time, speed-up against off, share of the possible gain, busiest links; the ideal and the bound beside them.\n"
       "  trirace sim --cluster NAME|FILE [--hosts N] [--gbps G] [--modes off,trirace,...] [--json] [--trace FILE]\n"
       "              ( --preset NAME [-- <hybrid_parallel flags>]\n"
       "              | --model NAME --pp P --dp D [--tp T] --schedule 1f1b|interleaved|2bw|gpipe --microbatches M\n"

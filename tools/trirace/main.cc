@@ -51,7 +51,10 @@ int Main(int argc, char** argv) {
   StyleHelp(app);
   std::vector<Command> commands = {AddVersionCommand(app), AddEnvCommand(app), AddRunCommand(app),
                                    AddNetTopCommand(app), AddDemoCommand(app),
-                                   AddTopoCommand(app), AddSimCommand(app)};
+                                   AddTopoCommand(app)};
+#ifdef TRIRACE_WITH_SIM
+  commands.push_back(AddSimCommand(app));
+#endif
   for (const Command& c : commands) {
     c.app->group("commands");
     c.app->set_help_flag("-h,--help", "print this help and exit");  // in the group "options"
