@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_cat.h"
 
 namespace trirace::interpose {
@@ -86,6 +87,16 @@ absl::StatusOr<std::unique_ptr<RealNccl>> ResolveRealNccl(absl::string_view conf
   }
   real->is_hostccl = real->handle != nullptr && dlsym(real->handle, "hostcclStreamCreate") != nullptr;
   return real;
+}
+
+NcclSupport SupportOf(int code) {
+  if (code < kOldestSupportedNccl) return NcclSupport::kTooOld;
+  if (NcclMajor(code) != NCCL_MAJOR) return NcclSupport::kOtherMajor;
+  return code / 100 * 100 > kNewestKnownNcclMinor ? NcclSupport::kNewerMinor : NcclSupport::kKnown;
+}
+
+std::string NcclVersionText(int code) {
+  return absl::StrFormat("%d.%d.%d", NcclMajor(code), NcclMinor(code), NcclPatch(code));
 }
 
 }  // namespace trirace::interpose

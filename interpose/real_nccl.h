@@ -57,6 +57,22 @@ inline int NcclPatch(int code) { return code % 100; }
 inline constexpr int kOldestSupportedNccl = 21900;
 inline constexpr int kNewestKnownNcclMinor = NCCL_MAJOR * 10000 + NCCL_MINOR * 100;
 
+// What the shim does with a real NCCL of version `code`. NCCL keeps its C
+// API's signatures across a major version (functions are only added), so
+// every 2.x from 2.19 on is scheduled, a minor newer than the headers too;
+// what a newer minor may have changed is a struct's layout: the shim
+// then leaves ncclConfig_t as the caller made it (no trafficClass per
+// role). Older releases and other majors are only observed.
+enum class NcclSupport {
+  kTooOld,      // before kOldestSupportedNccl: observe only
+  kOtherMajor,  // not NCCL_MAJOR: observe only
+  kKnown,       // up to the headers' minor: everything
+  kNewerMinor,  // the headers' major, a newer minor: schedule, configs untouched
+};
+NcclSupport SupportOf(int code);
+// "2.31.0".
+std::string NcclVersionText(int code);
+
 }  // namespace trirace::interpose
 
 #endif  // TRIRACE_INTERPOSE_REAL_NCCL_H_

@@ -43,10 +43,6 @@ void AtExit() {
   if (Shim* s = g_shim.load(std::memory_order_acquire)) s->Shutdown();
 }
 
-std::string VersionText(int code) {
-  return absl::StrFormat("%d.%d.%d", NcclMajor(code), NcclMinor(code), NcclPatch(code));
-}
-
 }  // namespace
 
 Shim& Shim::Get() {
@@ -81,22 +77,37 @@ void Shim::Initialize() {
     ReentryGuard guard;  // the real ncclGetVersion may call ours back
     if (real_->GetVersion(&version_) != ncclSuccess) version_ = 0;
   }
-  TRIRACE_INFO(INTERPOSE, "real NCCL %s (code %d) at %s (%s)%s", VersionText(version_), version_, real_->path,
+  TRIRACE_INFO(INTERPOSE, "real NCCL %s (code %d) at %s (%s)%s", NcclVersionText(version_), version_, real_->path,
                real_->how, real_->is_hostccl ? ", hostccl host streams" : "");
   if (real_->missing > 0) {
     TRIRACE_INFO(INTERPOSE, "the real NCCL lacks %d of the %d functions of nccl.h %d.%d; their wrappers return "
                  "ncclInvalidUsage", real_->missing, kNcclApiFunctionCount, NCCL_MAJOR, NCCL_MINOR);
   }
   bool observe_only = false;
-  if (version_ < kOldestSupportedNccl || version_ / 100 * 100 > kNewestKnownNcclMinor) {
-    TRIRACE_WARN(INTERPOSE, "real NCCL %s (code %d) is outside the versions this shim knows (%s to %d.%d.x): "
-                 "observe only", VersionText(version_), version_, VersionText(kOldestSupportedNccl), NCCL_MAJOR,
-                 NCCL_MINOR);
-    observe_only = true;
+  bool config_layout_known = true;
+  switch (SupportOf(version_)) {
+    case NcclSupport::kKnown: break;
+    case NcclSupport::kTooOld:
+      TRIRACE_WARN(INTERPOSE, "real NCCL %s (code %d) is older than %s, the oldest this shim schedules: observe only",
+                   NcclVersionText(version_), version_, NcclVersionText(kOldestSupportedNccl));
+      observe_only = true;
+      break;
+    case NcclSupport::kOtherMajor:
+      TRIRACE_WARN(INTERPOSE, "real NCCL %s (code %d) is not a %d.x release, which this shim was built for: "
+                   "observe only", NcclVersionText(version_), version_, NCCL_MAJOR);
+      observe_only = true;
+      break;
+    case NcclSupport::kNewerMinor:
+      TRIRACE_INFO(INTERPOSE, "real NCCL %s is newer than the %d.%d headers this shim was built with: it schedules "
+                   "as usual (NCCL keeps its C API across %d.x) but leaves ncclConfig_t as the caller made it (no "
+                   "trafficClass per role: a newer release may have changed its layout)",
+                   NcclVersionText(version_), NCCL_MAJOR, NCCL_MINOR, NCCL_MAJOR);
+      config_layout_known = false;
+      break;
   }
 
   mode_ = ParamChoice<ShimMode>();
-  shapes_comm_config_ = mode_ == ShimMode::kSchedule && !observe_only;
+  shapes_comm_config_ = mode_ == ShimMode::kSchedule && !observe_only && config_layout_known;
   if (mode_ == ShimMode::kSchedule && observe_only) {
     TRIRACE_WARN(INTERPOSE, "TRIRACE_MODE=schedule: this NCCL is observe only; running in observe mode");
     mode_ = ShimMode::kObserve;
@@ -132,7 +143,7 @@ void Shim::Initialize() {
     options.buffer_bytes = static_cast<size_t>(ParamInt(ParamId::kTraceBufferMb)) << 20;
     options.info = {{"producer", "TriRace libtrirace.so"},
                     {"mode", ParamEnum(ParamId::kMode)},
-                    {"nccl", absl::StrCat(VersionText(version_), " ", real_->path)},
+                    {"nccl", absl::StrCat(NcclVersionText(version_), " ", real_->path)},
                     {"completion", device_ != nullptr ? "stream" : "return"}};
     options.on_failure = [this](const std::string& why) { Disable(absl::StrCat("trace: ", why)); };
     options.in_flight = [this] { return in_flight_.load(std::memory_order_relaxed); };
@@ -163,7 +174,7 @@ ncclResult_t Shim::Unavailable(const char* function) {
   }
   if (first) {
     TRIRACE_WARN(INTERPOSE, "%s: the real NCCL %s at %s does not provide this function", function,
-                 VersionText(version_), real_->path);
+                 NcclVersionText(version_), real_->path);
   }
   return ToNcclResult(absl::UnimplementedError(function));
 }

@@ -61,5 +61,42 @@ TEST_F(CommRoleAtCreationTest, ABadMappingWarnsOnceAndSetsNothing) {
   EXPECT_THAT(r.err, HasSubstr("TRIRACE_COMM_TRAFFIC_CLASS=\"fast\": \"fast\" is not role=class"));
   EXPECT_THAT(r.out, HasSubstr("roles init-pipeline rc=0 InitRank=1 InitRankConfig=0"));
 }
+// Every NCCL a user has: the stand-in poses as an older, the known, and a
+// future release. From 2.19 on, 2.x is scheduled; a minor newer than the
+// headers keeps scheduling (one INFO line) but its ncclConfig_t is left as
+// the caller made it; older releases and other majors are only observed.
+struct NcclRelease {
+  const char* code;
+  const char* says;  // on stderr (TRIRACE_DEBUG=INFO)
+  bool shapes_configs;
+};
+
+class NcclReleaseTest : public CommRoleAtCreationTest, public ::testing::WithParamInterface<NcclRelease> {};
+
+TEST_P(NcclReleaseTest, GetsTheModeAndConfigHandlingOfItsVersion) {
+  const NcclRelease& v = GetParam();
+  testing_support::ProcessResult r = Run(
+      {{"TRIRACE_MODE", "schedule"}, {"TRIRACE_COMM_TRAFFIC_CLASS", "auto"}, {"STANDIN_NCCL_VERSION", v.code}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(v.says));
+  if (v.shapes_configs) {
+    EXPECT_THAT(r.out, HasSubstr("roles init-pipeline rc=0 InitRank=0 InitRankConfig=1 tc=184"));
+    EXPECT_THAT(r.out, HasSubstr("roles config-data-parallel rc=0 InitRank=0 InitRankConfig=2 tc=32"));
+  } else {
+    EXPECT_THAT(r.out, HasSubstr("roles init-pipeline rc=0 InitRank=1 InitRankConfig=0"));
+    EXPECT_THAT(r.out, HasSubstr("roles config-data-parallel rc=0 InitRank=1 InitRankConfig=1 tc=undef"));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Releases, NcclReleaseTest,
+    ::testing::Values(NcclRelease{"21800", "is older than 2.19.0, the oldest this shim schedules: observe only", false},
+                      NcclRelease{"21900", "real NCCL 2.19.0", true},
+                      NcclRelease{"22809", "real NCCL 2.28.9", true},
+                      NcclRelease{"23100", "is newer than the 2.28 headers this shim was built with: it schedules",
+                                  false},
+                      NcclRelease{"30000", "is not a 2.x release, which this shim was built for: observe only",
+                                  false}));
+
 }  // namespace
 }  // namespace trirace::interpose
