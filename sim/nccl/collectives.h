@@ -47,8 +47,6 @@ struct Layout {
 
   // Latency of the whole call on `cluster`.
   int64_t LatencyNs(const Cluster& cluster) const;
-  // Bytes the call puts on the links in all (every transfer).
-  double TotalBytes() const { return double(transfers.size()) * bytes_per_transfer; }
   // Every link a transfer crosses, once each, sorted.
   std::vector<LinkIx> Links() const;
 };

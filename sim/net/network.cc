@@ -94,7 +94,6 @@ void Network::Activate(FlowIx f) {
     links_[size_t(fl.link)].active.push_back(f);
     MarkDirty(fl.link);
   }
-  stats_.peak_active = std::max(stats_.peak_active, ++active_count_);
 }
 
 void Network::Finish(FlowIx f, std::vector<uint64_t>* finished) {
@@ -118,7 +117,6 @@ void Network::Finish(FlowIx f, std::vector<uint64_t>* finished) {
       }
     }
     flow.rate = 0;
-    --active_count_;
   }
   finished->push_back(flow.spec.cookie);
   flow.spec.links.clear();
@@ -151,11 +149,10 @@ void Network::ScheduleBucket(LinkIx li) {
   if (l.spec.burst_bytes <= 0) return;
   ++l.version;
   const double net = l.spec.bytes_per_s - l.used;  // bytes/s into the bucket
-  if (l.at_line && net < 0) {
-    Push(now_ + NsFor(l.tokens, -net), EventKind::kBucket, li, l.version);
-  } else if (!l.at_line && net > 0) {
-    Push(now_ + NsFor(std::max(kFrameBytes - l.tokens, 0.0), net), EventKind::kBucket, li, l.version);
-  }
+  int64_t ns = kNever;
+  if (l.at_line && net < 0) ns = NsFor(l.tokens, -net);
+  if (!l.at_line && net > 0) ns = NsFor(std::max(kFrameBytes - l.tokens, 0.0), net);
+  if (ns != kNever) Push(now_ + ns, EventKind::kBucket, li, l.version);
 }
 
 void Network::Solve() {
@@ -187,7 +184,6 @@ void Network::Solve() {
   }
   dirty_.clear();
   ++stats_.solves;
-  stats_.solved_flows += comp_flows_.size();
   // Flows in a fixed order, whatever order the search found them in.
   std::sort(comp_flows_.begin(), comp_flows_.end());
   for (LinkIx li : comp_links_) {

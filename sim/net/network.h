@@ -80,9 +80,7 @@ struct FlowSpec {
 struct NetworkStats {
   uint64_t flows = 0;          // started
   uint64_t solves = 0;         // re-solved components
-  uint64_t solved_flows = 0;   // flows over all solves
   uint64_t bucket_changes = 0;
-  size_t peak_active = 0;
 };
 
 class Network {
@@ -106,9 +104,7 @@ class Network {
   double LinkBytes(LinkIx l) const;
   double CounterBytes(int counter) const;
   size_t link_count() const { return links_.size(); }
-  const NetLinkSpec& link_spec(LinkIx l) const { return links_[size_t(l)].spec; }
   const NetworkStats& stats() const { return stats_; }
-  int64_t now() const { return now_; }
 
  private:
   // A rate integrated over time: value(t) = value + rate * (t - since).
@@ -182,7 +178,6 @@ class Network {
   std::vector<FlowIx> unlimited_started_;  // flows to finish at once
   std::unordered_map<int64_t, std::deque<FlowIx>> fifo_;
   uint32_t epoch_ = 0;
-  size_t active_count_ = 0;
   NetworkStats stats_;
   // Solve scratch, reused.
   std::vector<LinkIx> comp_links_;

@@ -88,6 +88,11 @@ bool ValidateWorkload(const Workload& w, std::string* error) {
     *error = "the workload has no ranks";
     return false;
   }
+  if (w.iterations < 1 || w.warmup < 0 || w.warmup >= w.iterations) {
+    *error = absl::StrCat("the workload's iterations (", w.iterations, ") and warm-up (", w.warmup,
+                          ") must satisfy 0 <= warm-up < iterations");
+    return false;
+  }
   std::vector<std::vector<int>> comm_rank(w.comms.size());  // [comm][global rank] -> comm rank or -1
   for (size_t c = 0; c < w.comms.size(); ++c) {
     comm_rank[c].assign(size_t(n), -1);
@@ -153,6 +158,12 @@ bool ValidateWorkload(const Workload& w, std::string* error) {
   if (!w.job_of_rank.empty() && int(w.job_of_rank.size()) != n) {
     *error = "job_of_rank must name a job for every rank";
     return false;
+  }
+  for (int j : w.job_of_rank) {
+    if (j < -1 || j >= std::max<int>(int(w.job_names.size()), 1)) {
+      *error = absl::StrCat("job_of_rank names job ", j, "; the workload has ", w.job_names.size());
+      return false;
+    }
   }
   return true;
 }

@@ -17,6 +17,14 @@ namespace trirace::sim::internal {
 
 void RankGates::OpenGate(const sched::ReleasedTask& task) { sim_->GateOpened(rank_, task); }
 
+Simulation::~Simulation() { StopEngines(); }
+
+void Simulation::StopEngines() {
+  for (RankRun& r : ranks_) {
+    if (r.engine != nullptr) r.engine->Stop();
+  }
+}
+
 void Simulation::GateOpened(int rank, const sched::ReleasedTask& task) {
   RankRun& r = ranks_[size_t(rank)];
   if (task.cookie < r.gates.size()) {
@@ -143,8 +151,9 @@ void Simulation::SetUpGating() {
 }
 
 const std::vector<LinkIx>& Simulation::CommLinks(int comm, NcclFunc func, int root, int host) {
-  const uint64_t key = (uint64_t(uint32_t(comm)) << 36) | (uint64_t(uint32_t(host)) << 16) | (uint64_t(func) << 8) |
-                       uint64_t(uint8_t(root));
+  // comm and root < 2^22, host < 2^16, func < 2^4.
+  const uint64_t key = (uint64_t(uint32_t(comm)) << 42) | (uint64_t(uint32_t(root)) << 20) |
+                       (uint64_t(uint32_t(host)) << 4) | uint64_t(func);
   auto it = comm_links_.find(key);
   if (it != comm_links_.end()) return it->second;
   std::vector<LinkIx>& out = comm_links_[key];
@@ -236,8 +245,8 @@ bool Simulation::EnqueueGated(int rank, int op) {
     r.queues[size_t(user.stream)].push_back(op);
     return true;
   }
-  // A collective (or a group that starts with one): the comm's own stream,
-  // a gate per chunk.
+  // A collective, or a group with one in it: the first call's comm's own
+  // stream, a gate per chunk (one for a group).
   const NcclCall first = r.calls[size_t(user.first_call)];
   int lane;
   if (auto it = r.lane_of_comm.find(first.comm); it != r.lane_of_comm.end()) {

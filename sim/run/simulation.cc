@@ -223,11 +223,7 @@ bool Simulation::TryStart(int rank, int op) {
         r.started_ns[size_t(op)] = now_;
         if (!r.deferred_p2p.empty()) SubmitDeferredP2P(rank, op);
         r.pending[size_t(op)] = o.call_count;
-        for (int k = 0; k < o.call_count; ++k) {
-          // Copy: posting may grow r.calls? No, but r may be touched by OpDone.
-          const NcclCall call = r.calls[size_t(o.first_call + k)];
-          Post(rank, op, call);
-        }
+        for (int k = 0; k < o.call_count; ++k) Post(rank, op, r.calls[size_t(o.first_call + k)]);
         if (r.pending[size_t(op)] <= 0) OpDone(rank, op);
       }
       break;
@@ -389,11 +385,6 @@ void Simulation::StartMessage(const InstanceKey& key, Instance& in) {
   const int64_t fifo = cluster_.transport == Transport::kSocket && layout.crosses_hosts
                            ? (int64_t(in.src) * int64_t(ranks_.size()) + in.dst) * 4 + level
                            : -1;
-  if (layout.transfers.empty()) {
-    // To itself: nothing moves.
-    FlowFinished(NewOwner(FlowOwner{key, true, in.cls, -1, 0}));
-    return;
-  }
   StartTransfer(layout, layout.transfers[0], key, true, in.cls, level, fifo);
 }
 
@@ -561,9 +552,9 @@ absl::StatusOr<ModeResult> Simulation::Run() {
   out.events = event_count_;
   out.flows = net_.stats().flows;
   out.solves = net_.stats().solves;
+  StopEngines();
   for (RankRun& rr : ranks_) {
     if (rr.engine == nullptr) continue;
-    rr.engine->Stop();
     const sched::EngineStats st = rr.engine->stats();
     out.tasks += st.submitted;
     out.held_to_bound += st.held_to_bound;

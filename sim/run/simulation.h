@@ -60,7 +60,8 @@ struct SimOptions {
   int busiest_links = 3;
   // Gated modes: submit each task when its stream reaches the gate (P2P:
   // when its stream starts it), and tell the engine an iteration began when
-  // the first stream reaches it, instead of at the call as the shim does.
+  // the rank's stream 0 (where the programs run their compute) reaches it,
+  // instead of at the call as the shim does.
   // A design under study (docs/simulation.md, "The policy on the
   // simulator"), not what the shim does.
   bool decide_at_stream = false;
@@ -90,7 +91,7 @@ struct ModeResult {
   double iteration_ms_median = 0;
   std::vector<JobResult> jobs;  // with several jobs: each one's
   double run_ms = 0;                 // the whole run
-  std::vector<LinkUse> busiest;      // by bytes, most first
+  std::vector<LinkUse> busiest;      // by the time their bytes take at their rate, most first
   double busiest_link_ms = 0;        // the busiest link's bytes per iteration at its rate
   // Work done, for figures of the simulator's own cost.
   uint64_t events = 0;
@@ -102,7 +103,8 @@ struct ModeResult {
   uint64_t tuning_changes = 0;  // links whose window or credit the engines' tuners changed
   std::string policy;           // the engines' policy (sched::Policy::name), "" ungated
   // Call-to-release times of the gates the hold bound opened (at most
-  // 100000), simulated ns.
+  // 100000), simulated ns; with decide_at_stream, from when the stream
+  // reached the gate.
   std::vector<int64_t> hold_waits_ns;
   // Gates opened, by release reason (sched::ReleaseReasonName), in reason order.
   std::vector<std::pair<std::string, uint64_t>> release_reasons;

@@ -137,6 +137,9 @@ struct Event {
 class Simulation {
  public:
   Simulation(const Cluster& cluster, const Workload& workload, const SimOptions& options);
+  // Stops every engine first: a stopping engine opens the gates it still
+  // holds, through GateOpened, which needs the rest of the state.
+  ~Simulation();
   absl::StatusOr<ModeResult> Run();
 
   // gated_launch.cc
@@ -182,6 +185,7 @@ class Simulation {
   sched::TaskSpec TaskFor(int rank, const NcclCall& call, uint64_t bytes, TrafficClass cls);
   sched::LinkId EngineLink(int rank, LinkIx link);
   const std::vector<LinkIx>& CommLinks(int comm, NcclFunc func, int root, int host);
+  void StopEngines();
   uint64_t ChunkBytesOf(int comm);
   int64_t UrgentBytesBeside(int rank) const;
 

@@ -62,9 +62,21 @@ TrafficClass ClassFromName(const std::string& name) {
 
 constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
 
-int64_t Ns(const json& us) { return us.is_number() ? int64_t(us.get<double>() * 1e3) : 0; }
+int64_t Ns(double us) { return int64_t(us * 1e3); }
 
+absl::StatusOr<RankTrace> ParseTrace(const std::filesystem::path& path);
+
+// A trace whose values have other types than the shim writes is an error
+// naming the file, not an exception.
 absl::StatusOr<RankTrace> ReadTrace(const std::filesystem::path& path) {
+  try {
+    return ParseTrace(path);
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": not a TriRace trace (", e.what(), ")"));
+  }
+}
+
+absl::StatusOr<RankTrace> ParseTrace(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path.string(), ": cannot read"));
   std::stringstream ss;
@@ -93,7 +105,7 @@ absl::StatusOr<RankTrace> ReadTrace(const std::filesystem::path& path) {
       continue;
     }
     if (cat == "iteration" && absl::EndsWith(name, " begin") && e.contains("args")) {
-      t.iterations.push_back({Ns(e["ts"]), e["args"].value("iteration", int64_t(0))});
+      t.iterations.push_back({Ns(e.value("ts", 0.0)), e["args"].value("iteration", int64_t(0))});
       continue;
     }
     if (cat != "op" || e.value("ph", "") != "X" || !e.contains("args")) continue;
@@ -108,8 +120,8 @@ absl::StatusOr<RankTrace> ReadTrace(const std::filesystem::path& path) {
     if (a.contains("root")) op.peer = a["root"].get<int>();
     op.group = a.value("group", uint64_t(0));
     op.cls = ClassFromName(a.value("class", "OTHER"));
-    op.start_ns = Ns(e["ts"]);
-    op.end_ns = op.start_ns + Ns(e.value("dur", json(0.0)));
+    op.start_ns = Ns(e.value("ts", 0.0));
+    op.end_ns = op.start_ns + Ns(e.value("dur", 0.0));
     op.chunk = a.value("chunk", -1);
     op.chunks = a.value("chunks", -1);
     if (a.contains("tag") && a["tag"].is_object()) {

@@ -89,7 +89,7 @@ class Generator {
     w_.name = absl::StrCat(s_.model.name, " pp", P, " dp", D, " tp", T, s_.pp_inner ? " pp-inner " : " ",
                            PipelineScheduleName(s_.schedule));
     w_.iterations = s_.iterations;
-    w_.warmup = std::min(s_.warmup, s_.iterations - 1);
+    w_.warmup = s_.warmup;
     // Comms: a pipeline per (replica, tp rank), a data-parallel comm and an
     // expert comm per (stage, tp rank).
     pp_comm_.assign(size_t(D * T), -1);
@@ -418,6 +418,9 @@ absl::Status ValidateTraining(const TrainingSpec& s, const Cluster& cluster) {
     return bad(absl::StrCat("--microbatches ", s.microbatches, ": the interleaved schedule needs a multiple of --pp ", s.pp));
   }
   if (s.iterations < 1) return bad(absl::StrCat("--iterations ", s.iterations, ": expected >= 1"));
+  if (s.warmup < 0 || s.warmup >= s.iterations) {
+    return bad(absl::StrCat("--warmup ", s.warmup, ": expected 0 to --iterations - 1 (", s.iterations - 1, ")"));
+  }
   if (s.micro_batch_size < 1) return bad(absl::StrCat("--micro-batch-size ", s.micro_batch_size, ": expected >= 1"));
   if (!(s.bucket_mb > 0)) return bad(absl::StrCat("--bucket-mb ", s.bucket_mb, ": expected > 0"));
   if (!(s.gpu.tflops > 0) || !(s.gpu.mem_gbytes_per_s > 0)) return bad("--tflops and --mem-gbps must be > 0");

@@ -146,6 +146,25 @@ TEST(SimulationTest, TheSimulatorHoldsNoPolicyOfItsOwn) {
   }
 }
 
+TEST(SimulationTest, AMismatchInAGatedModeEndsCleanly) {
+  // The run fails while engines still hold gates: they are stopped before
+  // the state their gate callbacks write to goes away.
+  Workload w = Preset("contention", 3);
+  for (NcclCall& c : w.ranks[1].calls) {
+    if (c.func == NcclFunc::kAllReduce) {
+      c.bytes += 4096;  // disagrees with its replica
+      break;
+    }
+  }
+  for (Mode m : {Mode::kGate, Mode::kTrirace}) {
+    SimOptions o;
+    o.mode = m;
+    absl::StatusOr<ModeResult> r = Simulate(Bed(), w, o);
+    ASSERT_FALSE(r.ok()) << ModeName(m);
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("do not match"));
+  }
+}
+
 TEST(SimulationTest, CallsThatNeverMatchAreReportedNotHung) {
   Workload w;
   w.name = "mismatch";

@@ -132,7 +132,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{{"--cluster", "testbed", "--hosts", "0", "--preset", "contention"}, "--hosts 0: expected a count >= 1"},
         BadInput{{"--cluster", "testbed", "--hosts", "3", "--preset", "contention"}, "runs 8 ranks but cluster"},
         BadInput{{"--cluster", "testbed", "--gbps", "-1", "--preset", "contention"}, "--gbps -1"},
-        BadInput{{"--cluster", "testbed", "--replay", "/nonexistent-trace-dir"}, "--replay /nonexistent-trace-dir"}));
+        BadInput{{"--cluster", "testbed", "--replay", "/nonexistent-trace-dir"}, "--replay /nonexistent-trace-dir"},
+        BadInput{{"--cluster", "testbed", "--collective", "allreduce", "--bytes", "8", "--modes", "off,wire"},
+                 "--collective runs one mode"},
+        BadInput{{"--cluster", "testbed", "--collective", "allreduce", "--bytes", "8", "--ranks", "0"},
+                 "--ranks 0: expected 2 or more"},
+        BadInput{{"--cluster", "testbed", "--preset", "contention", "--latency-us", "-5"}, "--latency-us -5"},
+        BadInput{{"--cluster", "testbed", "--preset", "contention", "--trace", "/tmp/x.json", "--trace-mode", "fast"},
+                 "--trace-mode 'fast': expected one of off, fifo"},
+        BadInput{{"--cluster", "dgx-h100", "--model", "gpt-1.3b", "--pp", "4", "--dp", "8", "--warmup", "-1"},
+                 "--warmup -1: expected 0 to --iterations - 1"}));
 
 TEST(TriraceSimCliTest, ASpecFileThatDoesNotParseIsNamedWithItsLine) {
   const fs::path dir = testing_support::MakeTempDir("trirace-sim-spec-");

@@ -30,12 +30,12 @@ struct SimFlags {
   std::string cluster;
   sim::ClusterOptions cluster_options;
   std::string fabric, transport;
-  double latency_us = -1;
+  std::optional<double> latency_us;
   double compute_scale = 1;
   std::string decide_at = "call";
   std::optional<int> hosts;  // unset: the cluster's
   std::optional<double> gbps;
-  std::string modes = "off,fifo,priority,wire,gate,trirace";
+  std::optional<std::string> modes;  // unset: the six (a collective: off)
   bool json = false, timing = false;
   std::string trace, trace_mode;
   // Workloads.
@@ -49,7 +49,7 @@ struct SimFlags {
   std::string replay;
   std::string collective;
   uint64_t bytes = 0;
-  int ranks = 0;
+  std::optional<int> ranks;  // unset: all
 };
 
 double PeakRssMib() {
@@ -100,12 +100,24 @@ int RunSim(SimFlags& f) {
     else if (f.transport == "rdma") f.cluster_options.transport = sim::Transport::kRdma;
     else return Usage("--transport '" + f.transport + "': expected socket or rdma");
   }
-  absl::StatusOr<std::vector<sim::Mode>> modes = ParseModes(f.modes);
+  const std::string mode_list =
+      f.modes ? *f.modes : (f.collective.empty() ? "off,fifo,priority,wire,gate,trirace" : "off");
+  absl::StatusOr<std::vector<sim::Mode>> modes = ParseModes(mode_list);
   if (!modes.ok()) return Usage(std::string(modes.status().message()));
   std::optional<sim::Mode> trace_mode;
+  if (!f.collective.empty() && modes->size() != 1) {
+    return Usage("--modes: --collective runs one mode (off unless --modes names another)");
+  }
+  if (!f.collective.empty() && !f.trace_mode.empty()) {
+    return Usage("--trace-mode: --collective traces the one mode it runs");
+  }
   if (!f.trace.empty()) {
     trace_mode = f.trace_mode.empty() ? std::optional<sim::Mode>(modes->back()) : sim::ModeFromName(f.trace_mode);
-    if (!trace_mode) return Usage("--trace-mode '" + f.trace_mode + "': expected one of the modes");
+    if (!trace_mode) {
+      std::vector<std::string> names;
+      for (sim::Mode m : sim::AllModes()) names.emplace_back(sim::ModeName(m));
+      return Usage("--trace-mode '" + f.trace_mode + "': expected one of " + absl::StrJoin(names, ", "));
+    }
     if (std::find(modes->begin(), modes->end(), *trace_mode) == modes->end() && *trace_mode != sim::Mode::kIdeal) {
       modes->push_back(*trace_mode);
     }
@@ -116,7 +128,10 @@ int RunSim(SimFlags& f) {
   base.decide_at_stream = f.decide_at == "stream";
   absl::StatusOr<sim::Cluster> cluster = sim::MakeCluster(f.cluster, f.cluster_options);
   if (!cluster.ok()) return Usage(std::string(cluster.status().message()));
-  if (f.latency_us >= 0) cluster->net_latency_ns = int64_t(f.latency_us * 1000);
+  if (f.latency_us) {
+    if (!(*f.latency_us >= 0)) return Usage(absl::StrCat("--latency-us ", *f.latency_us, ": expected >= 0"));
+    cluster->net_latency_ns = int64_t(*f.latency_us * 1000);
+  }
   if (!(f.compute_scale > 0)) return Usage(absl::StrCat("--compute-scale ", f.compute_scale, ": expected a factor > 0"));
   cluster->compute_scale *= f.compute_scale;
 
@@ -164,7 +179,8 @@ int RunSim(SimFlags& f) {
     if (!func) {
       return Usage("--collective '" + f.collective + "': expected allreduce, allgather, reducescatter, alltoall or sendrecv");
     }
-    sim::CollectiveSpec spec{*func, f.bytes, f.ranks > 0 ? f.ranks : cluster->ranks(), 1};
+    if (f.ranks && *f.ranks < 2) return Usage(absl::StrCat("--ranks ", *f.ranks, ": expected 2 or more"));
+    sim::CollectiveSpec spec{*func, f.bytes, f.ranks ? *f.ranks : cluster->ranks(), 1};
     if (spec.ranks > cluster->ranks()) {
       return Usage(absl::StrCat("--ranks ", spec.ranks, ": cluster ", cluster->name, " has ", cluster->ranks()));
     }
@@ -236,9 +252,10 @@ Command AddSimCommand(CLI::App& trirace) {
   app->add_option("--transport", f->transport, "socket (eager sends) or rdma (receiver-ready)")->type_name("KIND");
   app->add_option("--latency-us", f->latency_us, "a message's latency between hosts, us (default: the cluster's)")
       ->type_name("US");
-  app->add_option("--modes", f->modes, "comma list of off, fifo, priority, wire, gate, trirace, ideal")
-      ->type_name("LIST")
-      ->capture_default_str();
+  app->add_option("--modes", f->modes,
+                  "comma list of off, fifo, priority, wire, gate, trirace, ideal (default: the first six; "
+                  "--collective: off)")
+      ->type_name("LIST");
   app->add_flag("--json", f->json, "print one JSON object");
   app->add_flag("--timing", f->timing, "add the simulator's own events and wall time");
   app->add_option("--trace", f->trace, "write a Perfetto trace of one mode's run (a file per rank where FILE has %r)")
