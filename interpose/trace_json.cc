@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/tag_json.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/task.h"
 
@@ -13,22 +14,6 @@ namespace {
 void AppendDurationUs(int64_t ns, std::string* out) {
   if (ns < 0) ns = 0;
   absl::StrAppendFormat(out, "%d.%03d", ns / 1000, ns % 1000);
-}
-
-void AppendTag(const trirace_tag_t& t, std::string* out) {
-  std::string fields;
-  auto add = [&](absl::string_view name, int64_t v) {
-    if (v == TRIRACE_UNSET) return;
-    absl::StrAppendFormat(&fields, "%s\"%s\":%d", fields.empty() ? "" : ",", name, v);
-  };
-  add("layer", t.layer);
-  add("stage", t.stage);
-  add("micro_batch", t.micro_batch);
-  add("phase", t.phase);
-  add("iteration", t.iteration);
-  add("class", t.traffic_class);
-  add("priority", t.priority);
-  if (!fields.empty()) absl::StrAppend(out, ",\"tag\":{", fields, "}");
 }
 
 std::string TrackName(const CommState& s, int lane) {
@@ -142,7 +127,7 @@ void TraceJson::AppendRecord(const TraceRecord& r, std::string* out) {
   absl::StrAppendFormat(out, ",\"group\":%d,\"class\":\"%s\",\"result\":%d,\"thread\":%d,\"completion\":\"%s\"",
                         r.group_id, TrafficClassName(static_cast<TrafficClass>(r.op_class)), r.result, r.thread_id,
                         r.completion == CompletionSource::kStream ? "stream" : "return");
-  AppendTag(r.tag, out);
+  AppendTagJson(r.tag, out);
   if (r.gate_wait_ns >= 0) {
     out->append(",\"gate_wait_us\":");
     AppendDurationUs(r.gate_wait_ns, out);

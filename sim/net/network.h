@@ -1,12 +1,11 @@
 // The simulated network: links with a capacity per direction, and flows
 // over them that share the links max-min fairly, in simulated time.
 //
-// A flow is a set of identical, lockstep transfers (one for a send, one per
-// ring hop and channel for a ring collective): FlowSpec::links lists each
-// link it crosses with how many of its transfers cross it, and every
-// transfer moves `bytes` at the flow's one rate. So a ring all-reduce is one
-// flow that runs at its bottleneck hop, as a ring does, and still takes one
-// fair share per transfer on every link it crosses.
+// A flow moves `bytes` at one rate over the links FlowSpec::links lists:
+// one send, or one ring hop of one channel (sim/nccl/collectives.h starts
+// each as its own flow). FlowLink::transfers lets a flow stand for several
+// identical lockstep transfers that each take a fair share of a link; the
+// simulator always passes 1.
 //
 // Sharing: progressive filling (max-min fairness) over the transfers. With
 // class queues on (the `wire`, `trirace` and `ideal` modes), each link

@@ -378,7 +378,6 @@ void Simulation::StartCollective(const InstanceKey& key, Instance& in) {
 }
 
 void Simulation::StartMessage(const InstanceKey& key, Instance& in) {
-  in.flow_started = true;
   const Layout layout = LayoutSend(in.src, in.dst, in.bytes, links_);
   const int level = LevelOf(in.cls, in.src);
   // A TCP connection per (sender, receiver, class) moves its messages in order.

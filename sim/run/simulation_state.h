@@ -111,7 +111,7 @@ struct Instance {
   bool p2p = false;
   int src = -1, dst = -1;        // global ranks
   int send_op = kNoOp, recv_op = kNoOp;
-  bool flow_started = false, flow_done = false, recv_done = false;
+  bool flow_done = false;
   int flows_left = 0;  // a collective's transfers still moving
 };
 

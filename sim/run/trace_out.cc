@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/tag_json.h"
 #include "nlohmann/json.hpp"
 
 namespace trirace::sim {
@@ -16,21 +17,6 @@ constexpr int kComputeTid = 1;
 int CommTid(int comm) { return 16 * (comm + 1); }
 
 std::string Us(int64_t ns) { return absl::StrFormat("%.3f", double(ns) / 1e3); }
-
-std::string TagJson(const trirace_tag_t& t) {
-  std::string f;
-  auto add = [&](const char* name, int64_t v) {
-    if (v != TRIRACE_UNSET) absl::StrAppendFormat(&f, "%s\"%s\":%d", f.empty() ? "" : ",", name, v);
-  };
-  add("layer", t.layer);
-  add("stage", t.stage);
-  add("micro_batch", t.micro_batch);
-  add("phase", t.phase);
-  add("iteration", t.iteration);
-  add("priority", t.priority);
-  return f.empty() ? "" : absl::StrCat(",\"tag\":{", f, "}");
-}
-
 }  // namespace
 
 std::string& TraceOut::Begin(int rank) {
@@ -53,9 +39,11 @@ void TraceOut::Slice(int rank, const StreamOp& op, const NcclCall* call, Traffic
   absl::StrAppendFormat(&body,
                         "{\"name\":\"%s\",\"cat\":\"op\",\"ph\":\"X\",\"ts\":%s,\"dur\":%s,\"pid\":%d,\"tid\":%d,"
                         "\"args\":{\"func\":\"%s\",\"bytes\":%d,\"class\":\"%s\",\"calls\":%d,\"stream\":%d,"
-                        "\"completion\":\"stream\"%s}}",
+                        "\"completion\":\"stream\"",
                         func, Us(start_ns), Us(end_ns - start_ns), rank, CommTid(call->comm), func, call->bytes,
-                        TrafficClassName(cls), op.call_count, op.stream, TagJson(call->tag));
+                        TrafficClassName(cls), op.call_count, op.stream);
+  AppendTagJson(call->tag, &body);
+  body.append("}}");
 }
 
 void TraceOut::Gate(int rank, const NcclCall& call, TrafficClass cls, int64_t call_ns, int64_t open_ns,
@@ -65,10 +53,11 @@ void TraceOut::Gate(int rank, const NcclCall& call, TrafficClass cls, int64_t ca
   absl::StrAppendFormat(&body,
                         "{\"name\":\"%s\",\"cat\":\"op\",\"ph\":\"X\",\"ts\":%s,\"dur\":%s,\"pid\":%d,\"tid\":%d,"
                         "\"args\":{\"func\":\"%s\",\"bytes\":%d,\"class\":\"%s\",\"gate_wait_us\":%s,\"run_us\":%s,"
-                        "\"release\":\"%s\",\"chunk\":%d,\"chunks\":%d,\"completion\":\"stream\"%s}}",
+                        "\"release\":\"%s\",\"chunk\":%d,\"chunks\":%d,\"completion\":\"stream\"",
                         func, Us(call_ns), Us(end_ns - call_ns), rank, CommTid(call.comm) + 1, func, call.bytes,
-                        TrafficClassName(cls), Us(open_ns - call_ns), Us(end_ns - open_ns), release, chunk, chunks,
-                        TagJson(call.tag));
+                        TrafficClassName(cls), Us(open_ns - call_ns), Us(end_ns - open_ns), release, chunk, chunks);
+  AppendTagJson(call.tag, &body);
+  body.append("}}");
 }
 
 void TraceOut::Instant(int rank, const char* what, int64_t t_ns, int64_t iteration) {
