@@ -37,12 +37,41 @@ else()
   message(STATUS "TriRace: no module of this build speaks NCCL: CUDA and NCCL headers not needed")
 endif()
 
-find_package(absl CONFIG QUIET)
-trirace_require(absl_FOUND "Abseil" "libabsl-dev")
 
 find_package(Threads REQUIRED)
 find_package(PkgConfig QUIET)
 trirace_require(PKG_CONFIG_FOUND "pkg-config" "pkg-config")
+
+# Abseil and tinyxml2: by default built from source into every library
+# (third_party/), so that the preloaded shim needs nothing the target machine
+# may lack. TRIRACE_BUNDLED_DEPS=OFF links Debian's shared libraries instead
+# (quicker to set up; the installed libraries then need libabsl and
+# libtinyxml2 at run time).
+option(TRIRACE_BUNDLED_DEPS "Link Abseil and tinyxml2 statically, built from the sources in TRIRACE_DEPS_DIR" ON)
+set(_trirace_deps_default "${CMAKE_SOURCE_DIR}/.deps")
+if(DEFINED ENV{TRIRACE_DEPS_DIR})
+  set(_trirace_deps_default "$ENV{TRIRACE_DEPS_DIR}")
+endif()
+set(TRIRACE_DEPS_DIR "${_trirace_deps_default}" CACHE PATH
+    "where scripts/fetch-sources.sh unpacked the Abseil and tinyxml2 sources")
+if(TRIRACE_BUNDLED_DEPS)
+  foreach(_src abseil-cpp/CMakeLists.txt tinyxml2/tinyxml2.cpp)
+    if(NOT EXISTS "${TRIRACE_DEPS_DIR}/${_src}")
+      message(FATAL_ERROR "TRIRACE_BUNDLED_DEPS=ON needs ${TRIRACE_DEPS_DIR}/${_src}: run "
+                          "scripts/fetch-sources.sh (scripts/build.sh does), or configure with "
+                          "-DTRIRACE_BUNDLED_DEPS=OFF to link Debian's shared Abseil and tinyxml2")
+    endif()
+  endforeach()
+  add_subdirectory(third_party)
+  message(STATUS "TriRace: Abseil and tinyxml2 linked statically, from ${TRIRACE_DEPS_DIR}")
+else()
+  find_package(absl CONFIG QUIET)
+  trirace_require(absl_FOUND "Abseil" "libabsl-dev")
+  pkg_check_modules(TINYXML2 QUIET IMPORTED_TARGET tinyxml2)
+  trirace_require(TINYXML2_FOUND "tinyxml2" "libtinyxml2-dev")
+  add_library(TriRace::tinyxml2 ALIAS PkgConfig::TINYXML2)
+  message(STATUS "TriRace: Debian's shared Abseil and tinyxml2 (TRIRACE_BUNDLED_DEPS=OFF)")
+endif()
 
 pkg_check_modules(HWLOC QUIET IMPORTED_TARGET hwloc)
 if(HWLOC_FOUND)
@@ -60,10 +89,6 @@ endif()
 find_package(nlohmann_json 3 QUIET)
 trirace_require(nlohmann_json_FOUND "nlohmann-json" "nlohmann-json3-dev")
 
-# NCCL topology XML files (topology/discovery/nccl_xml.cc). Always: the
-# `trirace` command, built with every module set, reads them (`trirace topo`).
-pkg_check_modules(TINYXML2 QUIET IMPORTED_TARGET tinyxml2)
-trirace_require(TINYXML2_FOUND "tinyxml2" "libtinyxml2-dev")
 
 # Command lines of the `trirace` command, the examples and the benchmarks
 # (header-only, target CLI11::CLI11).
