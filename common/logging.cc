@@ -155,7 +155,10 @@ bool Enabled(LogLevel level, Subsys subsys) {
          (g_mask.load(std::memory_order_relaxed) & static_cast<uint32_t>(subsys)) != 0;
 }
 
-void Write(LogLevel level, Subsys subsys, const char* file, int line, absl::string_view message) {
+namespace {
+
+void WriteLabelled(LogLevel level, absl::string_view label, Subsys subsys, const char* file, int line,
+                   absl::string_view message) {
   EnsureConfigured();
   SinkFn sink;
   void* ctx;
@@ -170,10 +173,20 @@ void Write(LogLevel level, Subsys subsys, const char* file, int line, absl::stri
     sink(ctx, level, subsys, file, line, message);
     return;
   }
-  std::string out = absl::StrCat(HostName(), ":", getpid(), ":", ThreadId(), " TriRace ",
-                                 LogLevelName(level), " ", SubsysName(subsys), " ", message);
+  std::string out = absl::StrCat(HostName(), ":", getpid(), ":", ThreadId(), " TriRace ", label, " ",
+                                 SubsysName(subsys), " ", message);
   if (out.empty() || out.back() != '\n') out.push_back('\n');
   WriteAll(fd, out);
+}
+
+}  // namespace
+
+void Write(LogLevel level, Subsys subsys, const char* file, int line, absl::string_view message) {
+  WriteLabelled(level, LogLevelName(level), subsys, file, line, message);
+}
+
+void WriteNote(Subsys subsys, const char* file, int line, absl::string_view message) {
+  WriteLabelled(LogLevel::kWARN, "NOTE", subsys, file, line, message);
 }
 
 void SetSink(SinkFn sink, void* ctx) {

@@ -63,6 +63,10 @@ bool Enabled(LogLevel level, Subsys subsys);
 
 // Writes one line (no trailing newline needed). Prefer the macros.
 void Write(LogLevel level, Subsys subsys, const char* file, int line, absl::string_view message);
+// Writes one line labelled NOTE where Enabled(kWARN, subsys): what every
+// user should see once, that is not a problem (the shim's start-up verdict).
+// A sink gets it as a kWARN line: NCCL's logger has no NOTE.
+void WriteNote(Subsys subsys, const char* file, int line, absl::string_view message);
 
 // A sink replaces the default writer (stderr or TRIRACE_DEBUG_FILE). `ctx`
 // is passed back unchanged. Pass nullptr to restore the default. The sink
@@ -86,6 +90,14 @@ void ReconfigureForTesting();
   } while (0)
 
 #define TRIRACE_WARN(subsys, ...) TRIRACE_LOG(WARN, subsys, __VA_ARGS__)
+// At the default level, labelled NOTE (log::WriteNote).
+#define TRIRACE_NOTE(subsys, ...)                                                              \
+  do {                                                                                         \
+    if (::trirace::log::Enabled(::trirace::LogLevel::kWARN, ::trirace::Subsys::k##subsys)) {   \
+      ::trirace::log::WriteNote(::trirace::Subsys::k##subsys, __FILE__, __LINE__,              \
+                                ::absl::StrFormat(__VA_ARGS__));                               \
+    }                                                                                          \
+  } while (0)
 #define TRIRACE_INFO(subsys, ...) TRIRACE_LOG(INFO, subsys, __VA_ARGS__)
 #define TRIRACE_TRACE(subsys, ...) TRIRACE_LOG(TRACE, subsys, __VA_ARGS__)
 

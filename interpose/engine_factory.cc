@@ -4,6 +4,7 @@
 #include <optional>
 #include <system_error>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/params.h"
@@ -59,8 +60,19 @@ absl::StatusOr<std::unique_ptr<OccupancyReader>> MakeOccupancyReader(OccupancySo
   return PluginOccupancyReaderOnceItOpens(counters.ok() ? *std::move(counters) : nullptr);
 }
 
+std::string OccupancyInputText(const OccupancyReader* reader, OccupancySource source) {
+  if (reader == nullptr) return "no occupancy input";
+  const std::string name(reader->name());
+  if (name == "plugin") return "plugin occupancy";
+  // A reader waiting for the plugin's segment names its fallback meanwhile.
+  const bool waits = source == OccupancySource::kAuto || source == OccupancySource::kPlugin;
+  if (absl::StartsWith(name, "plugin")) return "plugin occupancy (once its segment appears)";
+  return absl::StrCat(name, " occupancy", waits ? " (the plugin's once its segment appears)" : "");
+}
+
 absl::StatusOr<std::unique_ptr<sched::Engine>> MakeEngineFromParams(sched::GateOpener* opener, OpLinks& links,
-                                                                    sched::EngineOptions options) {
+                                                                    sched::EngineOptions options,
+                                                                    std::string* occupancy_input) {
   const PolicyKind policy = ParamChoice<PolicyKind>();
   auto engine = std::make_unique<sched::Engine>(sched::MakePolicy(policy), opener,
                                                 sched::EngineOptionsFor(policy, options));
@@ -76,6 +88,9 @@ absl::StatusOr<std::unique_ptr<sched::Engine>> MakeEngineFromParams(sched::GateO
       TRIRACE_WARN(SCHED, "TRIRACE_OCCUPANCY=%s: %s; running without occupancy input",
                    ParamEnum(ParamId::kOccupancySource), reader.status().ToString());
     }
+  }
+  if (occupancy_input != nullptr) {
+    *occupancy_input = OccupancyInputText(reader.ok() ? reader->get() : nullptr, source);
   }
   std::vector<std::pair<std::string, sched::LinkId>> devices;
   std::vector<std::unique_ptr<OccupancyReader>> parts;

@@ -56,9 +56,15 @@ std::optional<topo::IbPort> RdmaPortOf(const std::string& nic, const std::string
 // NVLink counters of this host's GPUs (NVML) are read beside it for the
 // GPUs the model gives NVLinks (CombineReaders), each measuring its GPU's
 // nvl-tx and nvl-rx links.
+// `*occupancy_input`, when given, receives the input in words for the
+// start-up verdict: "plugin occupancy", "sysfs occupancy (the plugin's once
+// its segment appears)", "no occupancy input".
 absl::StatusOr<std::unique_ptr<sched::Engine>> MakeEngineFromParams(
     sched::GateOpener* opener, OpLinks& links,
-    sched::EngineOptions options = sched::EngineOptions::FromParams());
+    sched::EngineOptions options = sched::EngineOptions::FromParams(), std::string* occupancy_input = nullptr);
+
+// The words for a reader named `name` (OccupancyReader::name()), or for none.
+std::string OccupancyInputText(const OccupancyReader* reader, OccupancySource source);
 
 }  // namespace trirace::interpose
 

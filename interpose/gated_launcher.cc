@@ -16,6 +16,7 @@
 #include "common/logging.h"
 #include "common/params.h"
 #include "interpose/engine_factory.h"
+#include "interpose/start_verdict.h"
 #include "scheduler/chunk_planner.h"
 
 namespace trirace::interpose {
@@ -89,14 +90,11 @@ GatedLauncher::~GatedLauncher() { Shutdown(); }
 absl::StatusOr<std::unique_ptr<GatedLauncher>> GatedLauncher::Create(const RealNccl& real, RecordSink* sink,
                                                                      device::Device& dev,
                                                                      StreamWatcher& watcher) {
-  if (const char* conns = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"); conns != nullptr && std::atoi(conns) == 1) {
-    return absl::FailedPreconditionError(
-        "CUDA_DEVICE_MAX_CONNECTIONS=1 gives the GPU one hardware queue, where a closed gate would stall every "
-        "stream");
-  }
+  if (absl::Status pre = GatedLaunchPrecondition(); !pre.ok()) return pre;
   std::unique_ptr<GatedLauncher> l(new GatedLauncher(real, sink, dev, watcher));
   l->links_ = OpLinks::FromParams();
-  absl::StatusOr<std::unique_ptr<sched::Engine>> engine = MakeEngineFromParams(l.get(), *l->links_);
+  absl::StatusOr<std::unique_ptr<sched::Engine>> engine =
+      MakeEngineFromParams(l.get(), *l->links_, sched::EngineOptions::FromParams(), &l->occupancy_input_);
   if (!engine.ok()) return engine.status();
   l->engine_ = *std::move(engine);
   l->engine_->SetTuningListener([sink](const sched::TuningChange& c) { ReportTuning(c, sink); });

@@ -125,6 +125,8 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   ncclResult_t GroupEnd(UserGroup& group) override;
   ncclResult_t GroupSimulateEnd(ncclSimInfo_t* info, UserGroup& group) override;
   bool gated() const override { return true; }
+  // The occupancy input in words, for the start-up verdict (start_verdict.h).
+  const std::string& occupancy_input() const { return occupancy_input_; }
   absl::string_view name() const override { return "gated"; }
   void BeginIteration(int64_t iteration) override;
   // Runs the peer exchange (peer_exchange.h) on each blocking comm of more
@@ -196,6 +198,7 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   device::Device& dev_;  // the shim's
   StreamWatcher& watcher_;  // the shim's
   std::unique_ptr<OpLinks> links_;
+  std::string occupancy_input_;
   std::unique_ptr<sched::Engine> engine_;
   std::unique_ptr<PeerExchange> exchange_;  // nullptr: TRIRACE_PEER_EXCHANGE=0
   std::unique_ptr<GateWatchdog> watchdog_;

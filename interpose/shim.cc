@@ -19,6 +19,7 @@
 #include "interpose/annotations.h"
 #include "interpose/gated_launcher.h"
 #include "interpose/nccl_api.h"
+#include "interpose/start_verdict.h"
 #include "interpose/summary.h"
 #include "interpose/user_group.h"
 
@@ -83,55 +84,42 @@ void Shim::Initialize() {
     TRIRACE_INFO(INTERPOSE, "the real NCCL lacks %d of the %d functions of nccl.h %d.%d; their wrappers return "
                  "ncclInvalidUsage", real_->missing, kNcclApiFunctionCount, NCCL_MAJOR, NCCL_MINOR);
   }
-  bool observe_only = false;
-  bool config_layout_known = true;
-  switch (SupportOf(version_)) {
-    case NcclSupport::kKnown: break;
-    case NcclSupport::kTooOld:
-      TRIRACE_WARN(INTERPOSE, "real NCCL %s (code %d) is older than %s, the oldest this shim schedules: observe only",
-                   NcclVersionText(version_), version_, NcclVersionText(kOldestSupportedNccl));
-      observe_only = true;
-      break;
-    case NcclSupport::kOtherMajor:
-      TRIRACE_WARN(INTERPOSE, "real NCCL %s (code %d) is not a %d.x release, which this shim was built for: "
-                   "observe only", NcclVersionText(version_), version_, NCCL_MAJOR);
-      observe_only = true;
-      break;
-    case NcclSupport::kNewerMinor:
-      TRIRACE_INFO(INTERPOSE, "real NCCL %s is newer than the %d.%d headers this shim was built with: it schedules "
-                   "as usual (NCCL keeps its C API across %d.x) but leaves ncclConfig_t as the caller made it (no "
-                   "trafficClass per role: a newer release may have changed its layout)",
-                   NcclVersionText(version_), NCCL_MAJOR, NCCL_MINOR, NCCL_MAJOR);
-      config_layout_known = false;
-      break;
+  const NcclPlan nccl = PlanForNccl(version_);
+  if (!nccl.schedulable) {
+    TRIRACE_WARN(INTERPOSE, "%s: observe only (code %d)", nccl.why, version_);
+  } else if (!nccl.config_layout_known) {
+    TRIRACE_INFO(INTERPOSE, "%s: it schedules as usual (NCCL keeps its C API across %d.x) but leaves ncclConfig_t "
+                 "as the caller made it (no trafficClass per role: a newer release may have changed its layout)",
+                 nccl.why, NCCL_MAJOR);
   }
-
-  mode_ = ParamChoice<ShimMode>();
-  shapes_comm_config_ = mode_ == ShimMode::kSchedule && !observe_only && config_layout_known;
-  if (mode_ == ShimMode::kSchedule && observe_only) {
-    TRIRACE_WARN(INTERPOSE, "TRIRACE_MODE=schedule: this NCCL is observe only; running in observe mode");
-    mode_ = ShimMode::kObserve;
-  }
-  if (mode_ != ShimMode::kOff) {
+  const ShimMode requested = ParamChoice<ShimMode>();
+  shapes_comm_config_ = requested == ShimMode::kSchedule && nccl.schedulable && nccl.config_layout_known;
+  absl::Status device_status = absl::OkStatus();
+  if (requested != ShimMode::kOff) {
     absl::StatusOr<std::unique_ptr<device::Device>> dev = device::SelectDevice(real_->handle);
     if (dev.ok()) {
       device_ = *std::move(dev);
       watcher_ = std::make_unique<StreamWatcher>(*device_);
     } else {
-      TRIRACE_INFO(TRACE, "trace slices end at the call's return: %s", dev.status().ToString());
-    }
-    if (mode_ == ShimMode::kSchedule) {
-      absl::StatusOr<std::unique_ptr<GatedLauncher>> gated =
-          device_ != nullptr ? GatedLauncher::Create(*real_, this, *device_, *watcher_) : dev.status();
-      if (gated.ok()) {
-        launcher_ = *std::move(gated);
-      } else {
-        TRIRACE_WARN(INTERPOSE, "TRIRACE_MODE=schedule: %s; running in observe mode (no op is gated)",
-                     gated.status().message());
-        mode_ = ShimMode::kObserve;
-      }
+      device_status = dev.status();
+      TRIRACE_INFO(TRACE, "trace slices end at the call's return: %s", device_status.ToString());
     }
   }
+  verdict_ = DecideStart(requested, ParamChoice<PolicyKind>(), nccl, device_status, GatedLaunchPrecondition());
+  if (verdict_.mode == ShimMode::kSchedule) {
+    absl::StatusOr<std::unique_ptr<GatedLauncher>> gated = GatedLauncher::Create(*real_, this, *device_, *watcher_);
+    if (gated.ok()) {
+      verdict_.occupancy = (*gated)->occupancy_input();
+      launcher_ = *std::move(gated);
+    } else {
+      verdict_.mode = ShimMode::kObserve;
+      verdict_.why = std::string(gated.status().message());
+    }
+  }
+  if (verdict_.mode != requested) {
+    TRIRACE_WARN(INTERPOSE, "TRIRACE_MODE=schedule: %s; running in observe mode (no op is gated)", verdict_.why);
+  }
+  mode_ = verdict_.mode;
   if (launcher_ == nullptr) launcher_ = std::make_unique<ObserveLauncher>(*real_);
   if (mode_ == ShimMode::kOff) return;  // pure forwarding: no trace, no exit hook
   ConfigureAbseilRuntime();  // every intercepted op locks (common/abseil_runtime.h)
@@ -144,7 +132,8 @@ void Shim::Initialize() {
     options.info = {{"producer", "TriRace libtrirace.so"},
                     {"mode", ParamEnum(ParamId::kMode)},
                     {"nccl", absl::StrCat(NcclVersionText(version_), " ", real_->path)},
-                    {"completion", device_ != nullptr ? "stream" : "return"}};
+                    {"completion", device_ != nullptr ? "stream" : "return"},
+                    {"verdict", VerdictLine(verdict_, LauncherWorldSize().value_or(0))}};
     options.on_failure = [this](const std::string& why) { Disable(absl::StrCat("trace: ", why)); };
     options.in_flight = [this] { return in_flight_.load(std::memory_order_relaxed); };
     auto writer = TraceWriter::Start(std::move(options), &registry_);
@@ -346,6 +335,7 @@ CommState* Shim::OnCommCreated(const NewComm& c, int64_t start_ns, ncclResult_t 
     auto registered = registry_.Register(std::move(state));
     if (registered.ok()) {
       registered_state = *registered;
+      LogVerdictOnce(*registered_state);
       TRIRACE_INFO(INTERPOSE, "comm %d id %s: rank %d of %d, device %d, from %s%s%s%s%s%s%s",
                    registered_state->index, CommIdHex(c.id), c.rank, c.nranks, c.device, CommCallName(c.call),
                    c.parent_id != 0 ? " of " : "", c.parent_id != 0 ? CommIdHex(c.parent_id) : "",
@@ -359,6 +349,13 @@ CommState* Shim::OnCommCreated(const NewComm& c, int64_t start_ns, ncclResult_t 
   }
   RecordCommEvent(c.call, registered_state, start_ns, result);
   return registered_state;
+}
+
+void Shim::LogVerdictOnce(const CommState& first) {
+  if (verdict_logged_.exchange(true, std::memory_order_relaxed)) return;
+  const std::optional<int> launcher_rank = LauncherRank();
+  if (launcher_rank.value_or(first.rank) != 0) return;
+  TRIRACE_NOTE(INIT, "%s", VerdictLine(verdict_, LauncherWorldSize().value_or(first.nranks)));
 }
 
 void Shim::OnCommsReady(std::span<CommState* const> states) {

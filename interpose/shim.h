@@ -62,6 +62,7 @@
 #include "interpose/launcher.h"
 #include "interpose/op.h"
 #include "interpose/real_nccl.h"
+#include "interpose/start_verdict.h"
 #include "interpose/stream_watcher.h"
 #include "interpose/trace_record.h"
 #include "common/params.h"
@@ -178,6 +179,9 @@ class Shim final : private RecordSink {
   // launcher did not take (tracked when the group `launched`, else ended
   // now) and resets the group.
   void EndGroup(UserGroup& group, bool launched);
+  // The start-up verdict, at the first comm this process registers, where
+  // the process is the job's rank 0 (start_verdict.h).
+  void LogVerdictOnce(const CommState& first);
   // A comm lifecycle record (init, finalize, destroy, ...) in the trace.
   void RecordCommEvent(CommCall call, const CommState* state, int64_t start_ns, ncclResult_t result);
 
@@ -193,6 +197,8 @@ class Shim final : private RecordSink {
   std::unique_ptr<TraceWriter> trace_;
   CommRegistry registry_;
   ShimMode mode_ = ShimMode::kOff;
+  StartVerdict verdict_;  // set by Initialize; logged at the job's rank 0 (OnCommCreated)
+  std::atomic<bool> verdict_logged_{false};
   bool shapes_comm_config_ = false;
   int version_ = 0;
   std::atomic<bool> recording_{false};

@@ -119,5 +119,30 @@ TEST(LoggingFileTest, FileNameSubstitutesHostAndPidAndLinesHaveThePrefix) {
   std::filesystem::remove_all(dir);
 }
 
+// NOTE lines show at the default level (and to a sink as WARN), never at NONE.
+TEST(LoggingFileTest, NoteLinesShowWheneverLoggingIsOn) {
+  const std::string dir = testing_support::MakeTempDir("trirace-note-");
+  const std::string path = dir + "/log.txt";
+  {
+    EnvGuard env;
+    env.Set("TRIRACE_DEBUG_FILE", path).Unset("TRIRACE_DEBUG").Unset("TRIRACE_DEBUG_SUBSYS").Apply();
+    TRIRACE_NOTE(INIT, "verdict %d", 1);
+    TRIRACE_INFO(INIT, "not at the default level");
+    env.Set("TRIRACE_DEBUG", "NONE").Apply();
+    TRIRACE_NOTE(INIT, "verdict %d", 2);
+  }
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_THAT(ss.str(), MatchesRegex(".*:[0-9]+:[0-9]+ TriRace NOTE INIT verdict 1\n"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(LoggingTest, ASinkGetsNoteLinesAsWarn) {
+  env_.Unset("TRIRACE_DEBUG").Unset("TRIRACE_DEBUG_SUBSYS").Apply();
+  TRIRACE_NOTE(INIT, "seen");
+  EXPECT_THAT(captured_.lines, ElementsAre("WARN INIT seen"));
+}
+
 }  // namespace
 }  // namespace trirace

@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <set>
@@ -249,6 +251,34 @@ TEST_F(GatingTest, RejectedCallsReturnWhatTheyReturnInModeOff) {
   for (const std::string policy : {"fifo", "adversarial"}) ExpectSameResults(off, run("schedule", policy), policy);
 }
 
+// How many of the ranks' stderr hold `text`.
+int CountVerdicts(const std::vector<ProcessResult>& ranks, const std::string& text) {
+  int n = 0;
+  for (const ProcessResult& r : ranks) n += r.err.find(text) != std::string::npos ? 1 : 0;
+  return n;
+}
+
+// The start-up verdict: one line for the job, at the default log level, from
+// the process that is rank 0 of the first comm (no launcher RANK here).
+TEST_F(GatingTest, TheStartUpVerdictIsOneLineForTheJob) {
+  const Workload c{25, 2, 8};
+  const std::vector<ProcessResult> off = RunRanks(c, "off", "");
+  const std::string trace = dir_ + "/verdict.%r.json";
+  const std::vector<ProcessResult> run = RunRanks(c, "schedule", trace);
+  ExpectSameResults(off, run, "verdict");
+  EXPECT_EQ(CountVerdicts(run, "TriRace NOTE INIT TriRace: schedule mode, trirace policy, 2 ranks, "), 1)
+      << run[0].err << run[1].err;
+  // Each rank's trace carries the verdict in its metadata.
+  for (int r = 0; r < c.nranks; ++r) {
+    std::string path = trace;
+    path.replace(path.find("%r"), 2, std::to_string(r));
+    std::ifstream in(path);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_THAT(text, HasSubstr("\"verdict\":\"TriRace: schedule mode, trirace policy")) << path;
+  }
+  EXPECT_EQ(CountVerdicts(off, "TriRace: "), 0) << "TRIRACE_MODE=off writes nothing";
+}
+
 TEST_F(GatingTest, OneHardwareQueueMeansPassthroughWithOneWarning) {
   const Workload c{23, 2, 8};
   const std::vector<ProcessResult> off = RunRanks(c, "off", "");
@@ -256,6 +286,9 @@ TEST_F(GatingTest, OneHardwareQueueMeansPassthroughWithOneWarning) {
   const std::vector<ProcessResult> run =
       RunRanks(c, "schedule", trace, {{"CUDA_DEVICE_MAX_CONNECTIONS", "1"}, {"TRIRACE_DEBUG", "WARN"}});
   ExpectSameResults(off, run, "CUDA_DEVICE_MAX_CONNECTIONS=1");
+  EXPECT_EQ(CountVerdicts(run, "TriRace NOTE INIT TriRace: OBSERVE ONLY, 2 ranks, because CUDA_DEVICE_MAX_CONNECTIONS=1 "
+                               "gives the GPU one hardware queue"), 1);
+  EXPECT_EQ(CountVerdicts(run, "; fix: unset CUDA_DEVICE_MAX_CONNECTIONS"), 1);
   for (int r = 0; r < c.nranks; ++r) {
     EXPECT_THAT(run[r].err, HasSubstr("CUDA_DEVICE_MAX_CONNECTIONS=1"));
     std::string path = trace;

@@ -24,7 +24,8 @@ Command AddRunCommand(CLI::App& trirace);
 Command AddNetTopCommand(CLI::App& trirace);
 Command AddDemoCommand(CLI::App& trirace);
 Command AddTopoCommand(CLI::App& trirace);
-Command AddSimCommand(CLI::App& trirace);  // built with the sim module (TRIRACE_WITH_SIM)
+Command AddSimCommand(CLI::App& trirace);     // built with the sim module (TRIRACE_WITH_SIM)
+Command AddDoctorCommand(CLI::App& trirace);  // built with the interpose module (TRIRACE_WITH_DOCTOR)
 
 // Ends parsing because a flag's value is not accepted; `message` is printed
 // as it is, after "trirace <command>: ". For the callbacks of

@@ -55,6 +55,9 @@ int Main(int argc, char** argv) {
 #ifdef TRIRACE_WITH_SIM
   commands.push_back(AddSimCommand(app));
 #endif
+#ifdef TRIRACE_WITH_DOCTOR
+  commands.push_back(AddDoctorCommand(app));
+#endif
   for (const Command& c : commands) {
     c.app->group("commands");
     c.app->set_help_flag("-h,--help", "print this help and exit");  // in the group "options"
