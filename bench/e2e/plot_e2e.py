@@ -71,13 +71,44 @@ def load_bounds(path):
     return bounds, ideals
 
 
+def mode_colours(plt, modes):
+    """A colour per mode, distinct for up to 20 modes (tab10 repeats its last colour past 10)."""
+    cmap = plt.get_cmap("tab10" if len(modes) <= 10 else "tab20")
+    return {mode: cmap(k % cmap.N) for k, mode in enumerate(modes)}
+
+
+def fit_axes(fig, ax, width_in, height_in):
+    """Sizes a figure drawn with constrained layout to its content: grows it
+    until `ax` gets at least width_in x height_in inches next to whatever the
+    layout put around it (title, axis labels, a legend outside the axes), so
+    that a long title or a tall legend widens the picture instead of being
+    cut off or squeezing the axes."""
+    for _ in range(4):
+        fig.canvas.draw()
+        fig_w, fig_h = fig.get_size_inches()
+        box = ax.get_position()
+        grow_w = max(0.0, width_in - box.width * fig_w)
+        grow_h = max(0.0, height_in - box.height * fig_h)
+        if grow_w < 0.01 and grow_h < 0.01:
+            return
+        fig.set_size_inches(fig_w + grow_w, fig_h + grow_h)
+
+
 def plot_iterations(plt, runs, bounds, ideals, path):
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     presets = list(runs)
     seen = [m for p in presets for m in runs[p]]
     modes = [m for m in MODE_ORDER if m in seen] + sorted({m for m in seen if m not in MODE_ORDER})
-    fig, ax = plt.subplots(figsize=(2.2 + 2.0 * len(presets), 4.2))
+    colours = mode_colours(plt, modes)
+    # The axes get 2 inches per preset (3 at least, so that one preset's bars
+    # are not squeezed); the figure is what they need around them: the
+    # legend to their right, outside the bars, and the title above.
+    axes_w, axes_h = max(3.0, 2.0 * len(presets)), 3.2
+    fig, ax = plt.subplots(figsize=(axes_w + 3.0, axes_h + 1.5), constrained_layout=True)
     width = 0.8 / max(1, len(modes))
-    colours = plt.get_cmap("tab10")
+    handles = []
     for k, mode in enumerate(modes):
         xs, meds, lo, hi = [], [], [], []
         for i, preset in enumerate(presets):
@@ -89,21 +120,28 @@ def plot_iterations(plt, runs, bounds, ideals, path):
             meds.append(m)
             lo.append(m - min(v))
             hi.append(max(v) - m)
-        ax.bar(xs, meds, width * 0.95, yerr=[lo, hi], capsize=2, label=mode, color=colours(k))
-    for i, preset in enumerate(presets):
-        if preset in bounds:
-            ax.hlines(bounds[preset], i - 0.45, i + 0.45, colors="black", linestyles="dashed",
-                      label="lower bound" if i == 0 else None)
-        if preset in ideals:
-            ax.hlines(ideals[preset], i - 0.45, i + 0.45, colors="black", linestyles="dotted",
-                      label="simulated ideal" if i == 0 else None)
+        ax.bar(xs, meds, width * 0.95, yerr=[lo, hi], capsize=2, color=colours[mode])
+        # The legend's entries are made here, one per mode, rather than
+        # collected from the artists' labels.
+        handles.append(Patch(facecolor=colours[mode], label=mode))
+    # The dashed and dotted lines, with a legend entry each when one of the
+    # presets has one (not only when the first preset has).
+    for table, style, label in ((bounds, "dashed", "lower bound"), (ideals, "dotted", "simulated ideal")):
+        drawn = False
+        for i, preset in enumerate(presets):
+            if preset in table:
+                ax.hlines(table[preset], i - 0.45, i + 0.45, colors="black", linestyles=style)
+                drawn = True
+        if drawn:
+            handles.append(Line2D([], [], color="black", linestyle=style, label=label))
     ax.set_xticks(range(len(presets)))
     ax.set_xticklabels(presets)
+    ax.set_xlim(-0.5, len(presets) - 0.5)
     ax.set_ylabel("median iteration time (ms)")
-    ax.set_title("Iteration time per preset and mode (error bars: min..max over repetitions)")
-    ax.legend(fontsize=8, ncol=len(modes) + 1, loc="upper center", bbox_to_anchor=(0.5, -0.08))
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    ax.set_title("Iteration time per preset and mode\n(error bars: min..max over repetitions)")
+    ax.legend(handles=handles, fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    fit_axes(fig, ax, axes_w, axes_h)
+    fig.savefig(path, dpi=110, bbox_inches="tight", pad_inches=0.1)
     plt.close(fig)
 
 
@@ -235,7 +273,9 @@ def plot_timeline(plt, preset, mode_dirs, per_host, gbps, path, cfg):
                  f"solid: the op's wire bytes at {gbps:g} Gbit/s, ending at its completion; grey: issued, "
                  f"not yet on the wire", fontsize=9, x=0.01, ha="left")
     fig.tight_layout(rect=(0, 0.03, 1, 0.96))
-    fig.savefig(path, dpi=100)
+    # bbox_inches="tight": nothing drawn is cut off at the picture's edges
+    # (the class legend in its lower right corner included).
+    fig.savefig(path, dpi=100, bbox_inches="tight", pad_inches=0.1)
     plt.close(fig)
 
 
