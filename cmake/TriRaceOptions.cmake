@@ -24,6 +24,16 @@ set(CMAKE_CXX_VISIBILITY_PRESET hidden)
 set(CMAKE_C_VISIBILITY_PRESET hidden)
 set(CMAKE_VISIBILITY_INLINES_HIDDEN ON)
 
+# Fuzzing (tests/fuzz, scripts/fuzz.sh): clang's libFuzzer, with every
+# library compiled for coverage; pair it with TRIRACE_SANITIZE=address,undefined.
+option(TRIRACE_FUZZ "Build the libFuzzer targets of tests/fuzz (needs clang)" OFF)
+if(TRIRACE_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "TRIRACE_FUZZ=ON needs clang (CC=clang CXX=clang++), not ${CMAKE_CXX_COMPILER_ID}")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
+
 option(TRIRACE_THREAD_SAFETY "Check lock annotations with clang's -Wthread-safety (needs clang)" OFF)
 
 add_compile_options(-Wall -Wextra)
@@ -51,7 +61,9 @@ if(TRIRACE_SANITIZE)
   add_compile_options(-fsanitize=${TRIRACE_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   # GCC 12's -Wmaybe-uninitialized misfires on instrumented standard library
   # code (std::regex, std::function) under the sanitizers.
-  add_compile_options(-Wno-maybe-uninitialized)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    add_compile_options(-Wno-maybe-uninitialized)
+  endif()
   if("thread" IN_LIST _trirace_sanitizers)
     # GCC warns that TSan does not model std::atomic_thread_fence; the
     # occupancy seqlock uses fences on purpose, so this stays a warning.

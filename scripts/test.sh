@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds everything and runs the whole test suite with ctest; compiles every
 # module with clang and -Wthread-safety, so lock annotations (ABSL_GUARDED_BY,
-# ...) are checked; then builds the modules with a data path (the net plugin)
-# under AddressSanitizer and runs their suites again there.
-#   TRIRACE_TEST_ASAN=0     skips the AddressSanitizer pass
+# ...) are checked; then builds the module with a data path from strangers (the
+# net plugin) with clang, AddressSanitizer and UndefinedBehaviorSanitizer, runs
+# its suites again there, and runs each fuzz target (tests/fuzz) for 30 s.
+#   TRIRACE_TEST_ASAN=0     skips the sanitizer pass (ASan+UBSan: the plugin's suites, the fuzzers)
+#   TRIRACE_TEST_FUZZ=0     keeps the sanitizer pass but skips the fuzzers
 #   TRIRACE_TEST_THREAD_SAFETY=0  skips the thread-safety pass
 #   TRIRACE_BUILD_DIR=dir   main build folder (default build/)
 # Extra arguments go to the CMake configure step of the main build.
@@ -28,12 +30,17 @@ if [ "${TRIRACE_TEST_THREAD_SAFETY:-1}" != "0" ]; then
 fi
 
 if [ "${TRIRACE_TEST_ASAN:-1}" != "0" ]; then
-  asan_dir="$build_dir-asan"
-  asan_modules="plugin"
-  echo "== AddressSanitizer pass: $asan_modules in $asan_dir"
-  # Only what the suite below runs.
-  TRIRACE_BUILD_DIR="$asan_dir" TRIRACE_BUILD_TARGETS=plugin_tests "$root/scripts/build.sh" \
-    -DTRIRACE_SANITIZE=address -DTRIRACE_BUILD_BENCHMARKS=OFF -DTRIRACE_MODULES="$asan_modules"
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-    ctest --test-dir "$asan_dir" --output-on-failure -j "$jobs" --timeout 600 -R '^NetPlugin'
+  # One clang build of the net plugin module with AddressSanitizer and
+  # UndefinedBehaviorSanitizer serves two checks: the plugin's suites, and the
+  # fuzz targets (scripts/fuzz.sh, the same folder and flags), each for
+  # TRIRACE_FUZZ_SECONDS (30).
+  san_dir="$build_dir-fuzz"
+  echo "== Sanitizer pass: the net plugin's suites and the fuzzers under ASan+UBSan in $san_dir"
+  CC=clang CXX=clang++ TRIRACE_BUILD_DIR="$san_dir" TRIRACE_BUILD_TARGETS=plugin_tests "$root/scripts/build.sh" \
+    -DTRIRACE_FUZZ=ON -DTRIRACE_SANITIZE=address,undefined -DTRIRACE_MODULES=plugin -DTRIRACE_BUILD_BENCHMARKS=OFF
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir "$san_dir" --output-on-failure -j "$jobs" --timeout 600 -R '^NetPlugin'
+  if [ "${TRIRACE_TEST_FUZZ:-1}" != "0" ]; then
+    TRIRACE_BUILD_DIR="$build_dir" "$root/scripts/fuzz.sh"
+  fi
 fi

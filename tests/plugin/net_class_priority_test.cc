@@ -121,7 +121,9 @@ void SendAndCheck(const Env& env, int traffic_class, int warm_func, int func, si
 class NetPluginClassPriority : public ::testing::TestWithParam<std::tuple<Setting, Op>> {};
 
 TEST_P(NetPluginClassPriority, SendSocketsTakeTheClassPriorityOnlyWhenOn) {
-  const auto& [setting, op] = GetParam();
+  // Not a structured binding: clang 14 cannot capture one in the lambda below.
+  const Setting& setting = std::get<0>(GetParam());
+  const Op& op = std::get<1>(GetParam());
   Env env = BaseEnv(std::string("cprio-") + setting.name + "-" + op.name);
   env.insert(env.end(), setting.env.begin(), setting.env.end());
   const int want_prio = setting.enabled ? op.priority : 0;

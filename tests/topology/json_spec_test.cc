@@ -180,6 +180,8 @@ TEST(JsonSpecTest, ErrorsNameTheFileThePathAndWhatWasExpected) {
       {R"({"hosts": []})", "hosts: empty, expected at least one host"},
       {R"({"fabric": {}})", "hosts: missing, expected an array of hosts"},
       {R"([1, 2])", "top level: expected an object, got an array"},
+      // Found by tests/fuzz/topology_fuzz: it threw out of the parser.
+      {R"({"fabric": {"kind": 1e99999}})", "not valid JSON: number overflow parsing '1e99999'"},
       {R"({"hosts": [{"key": "n0"}], "fabric": {"kind": "fat_tree"}})",
        "fabric.kind: \"fat_tree\", expected single_switch, rail_optimized or two_tier"},
       {R"({"hosts": [{"key": "n0"}], "fabric": {"oversubscription": 0}})",

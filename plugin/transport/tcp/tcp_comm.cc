@@ -295,9 +295,16 @@ bool TcpRecvComm::Done(const TcpRequest& req) const {
 
 absl::Status TcpRecvComm::Lost(const TcpRequest& req) const {
   // Frame headers are read in order and the EOF comes after the last one,
-  // so a buffer still unmatched then never gets a message. Matched buffers
-  // (parts still arriving on the data sockets) go on.
+  // so a buffer still unmatched then never gets a message (Progress has
+  // offered it the one waiting at the head, if any). Matched buffers (parts
+  // still arriving on the data sockets) go on.
   if (sender_closed_ && req.unmatched > 0) {
+    if (state_ == State::kHeader && header_read_ == sizeof(FrameHeader)) {
+      return RemoteError(absl::StrCat("the sender closed the connection; its next message (tag ", header_.tag,
+                                      ") has waited ", options_.timeout_ms, " ms (TRIRACE_NET_TIMEOUT_MS) for a "
+                                      "receive, and nothing behind it can reach this receive (tag ",
+                                      req.subs[0].tag, ")"));
+    }
     return RemoteError(absl::StrCat("the sender closed the connection before sending the message for ",
                                     req.unmatched, " posted receive buffer(s) (tag ", req.subs[0].tag, ")"));
   }
@@ -315,7 +322,10 @@ absl::Status TcpRecvComm::Progress() {
         if (!st.ok() || !complete) break;
       }
       st = Dispatch(&complete);
-      if (!complete) break;
+      if (!complete) {
+        if (st.ok() && !sender_closed_) st = PeekForClose();
+        break;
+      }
     } else {
       st = ReadPayload(&complete);
       if (!complete) break;
@@ -324,6 +334,20 @@ absl::Status TcpRecvComm::Progress() {
   }
   if (!st.ok()) Fail(st);
   return failure();
+}
+
+absl::Status TcpRecvComm::PeekForClose() {
+  // The head message waits for its receive, and nothing behind it is read
+  // until that receive is posted. If the sender has closed (POLLRDHUP: even
+  // with bytes still queued behind the head) and the head has waited longer
+  // than the timeout, no receive is coming for it: fail the receives that
+  // wait (Lost) rather than leave them waiting for ever. Found by
+  // tests/fuzz/plugin_wire_fuzz: a message for another tag, then EOF.
+  if (head_waits_since_ns_ == 0) head_waits_since_ns_ = MonotonicNs();
+  if (!StalledTooLong(head_waits_since_ns_)) return absl::OkStatus();
+  pollfd p{control_fd(), POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) sender_closed_ = true;
+  return absl::OkStatus();
 }
 
 absl::Status TcpRecvComm::ReadHeader(bool* complete) {
@@ -383,6 +407,7 @@ absl::Status TcpRecvComm::Dispatch(bool* dispatched) {
       sub.size = header_.size;
       if (--req->unmatched == 0) posted_.erase(it);
       header_read_ = 0;
+      head_waits_since_ns_ = 0;
       *dispatched = true;
       if (header_.nparts == 0 && header_.size <= kEmbeddedBytes) {
         if (header_.size > 0) std::memcpy(sub.data, header_.embedded, header_.size);

@@ -166,6 +166,9 @@ class TcpRecvComm : public TcpComm {
   absl::Status ReadHeader(bool* complete);
   // Finds the receive buffer for header_; false if none is posted yet.
   absl::Status Dispatch(bool* dispatched);
+  // While header_ waits for its receive: sets sender_closed_ when the
+  // sender closed behind it and it waited past the timeout.
+  absl::Status PeekForClose();
   absl::Status ReadPayload(bool* complete);
   void Reject(const TcpRequest::Sub& sub);
 
@@ -178,6 +181,7 @@ class TcpRecvComm : public TcpComm {
   uint64_t payload_read_ = 0;
   int64_t partial_since_ns_ = 0;  // a header or payload is half read
   bool sender_closed_ = false;    // EOF on the control socket after a whole frame
+  int64_t head_waits_since_ns_ = 0;  // header_ is whole and no receive is posted for it
   std::deque<TcpRequest*> posted_;  // receives with unmatched buffers, oldest first
 };
 
