@@ -1,10 +1,12 @@
 #include "common/library_paths.h"
 
+#include <dlfcn.h>
+#include <link.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
-
 
 namespace trirace {
 
@@ -27,6 +29,28 @@ std::string FindLibrary(absl::string_view name) {
     if (access(p.c_str(), R_OK) == 0) return p.string();
   }
   return "";
+}
+
+std::string WorldWritableReason(const std::string& path) {
+  if (path.empty()) return "";
+  std::error_code ec;
+  const std::filesystem::path file = std::filesystem::weakly_canonical(path, ec);
+  if (ec) return "";
+  struct stat st {};
+  if (stat(file.c_str(), &st) == 0 && (st.st_mode & S_IWOTH) != 0) return "the file is world-writable";
+  const std::filesystem::path dir = file.parent_path();
+  if (stat(dir.c_str(), &st) == 0 && (st.st_mode & S_IWOTH) != 0) {
+    return "the folder " + dir.string() + " is world-writable";
+  }
+  return "";
+}
+
+std::string LoadedFile(void* handle) {
+  link_map* map = nullptr;
+  if (handle == nullptr || dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_name == nullptr) {
+    return "";
+  }
+  return map->l_name;
 }
 
 }  // namespace trirace

@@ -20,6 +20,15 @@ std::vector<std::string> LibrarySearchDirs();
 // The first readable `<dir>/<name>` of LibrarySearchDirs(), or "".
 std::string FindLibrary(absl::string_view name);
 
+// Why a library loaded from `path` could be replaced by another user of this
+// machine: "the folder /x is world-writable" or "the file is
+// world-writable"; "" when neither is (or `path` cannot be examined). The
+// shim and the net plugin loader WARN with it before using such a library:
+// whoever can write there can run code inside the training job.
+std::string WorldWritableReason(const std::string& path);
+// The file a dlopen handle was loaded from (dlinfo), or "".
+std::string LoadedFile(void* handle);
+
 }  // namespace trirace
 
 #endif  // TRIRACE_COMMON_LIBRARY_PATHS_H_

@@ -66,7 +66,7 @@ std::vector<std::string> ConfigureLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_confi
   std::string file_problem;
   if (!pattern.empty()) {
     const std::string path = ExpandPathPattern(pattern);
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (fd >= 0) {
       g_fd = fd;
     } else {

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "common/abseil_runtime.h"
 #include "common/clock.h"
+#include "common/library_paths.h"
 #include "common/logging.h"
 #include "common/params.h"
 #include "common/process_info.h"
@@ -80,6 +81,10 @@ void Shim::Initialize() {
   }
   TRIRACE_INFO(INTERPOSE, "real NCCL %s (code %d) at %s (%s)%s", NcclVersionText(version_), version_, real_->path,
                real_->how, real_->is_hostccl ? ", hostccl host streams" : "");
+  if (const std::string why = WorldWritableReason(real_->path); !why.empty()) {
+    TRIRACE_WARN(INTERPOSE, "the real NCCL %s: %s: anyone who can write there can run code in this job",
+                 real_->path, why);
+  }
   if (real_->missing > 0) {
     TRIRACE_INFO(INTERPOSE, "the real NCCL lacks %d of the %d functions of nccl.h %d.%d; their wrappers return "
                  "ncclInvalidUsage", real_->missing, kNcclApiFunctionCount, NCCL_MAJOR, NCCL_MINOR);

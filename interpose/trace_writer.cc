@@ -112,7 +112,7 @@ bool TraceWriter::EnsureOpen(bool closing) {
   const bool wants_rank = options_.path_pattern.find("%r") != std::string::npos;
   if (wants_rank && rank < 0 && !closing) return false;  // wait for the first comm
   path_ = ExpandPathPattern(options_.path_pattern, rank >= 0 ? std::optional<int>(rank) : std::nullopt);
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd_ < 0) {
     Fail(std::string(
         SystemError(absl::StrCat("TRIRACE_TRACE=\"", options_.path_pattern, "\": cannot create \"", path_, "\""), errno)

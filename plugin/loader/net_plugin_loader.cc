@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/library_paths.h"
+#include "common/logging.h"
 
 namespace trirace::net {
 namespace {
@@ -45,6 +47,10 @@ absl::StatusOr<NetPlugin> LoadNetPlugin(const std::vector<std::string>& names, i
       if (version != 0 && t.version != version) continue;
       const void* table = dlsym(handle, t.symbol);
       if (table == nullptr) continue;
+      const std::string loaded = LoadedFile(handle);
+      if (const std::string why = WorldWritableReason(loaded); !why.empty()) {
+        TRIRACE_WARN(NET, "net plugin %s: %s: anyone who can write there can run code in this job", loaded, why);
+      }
       NetPlugin plugin;
       plugin.path = file;
       plugin.handle = handle;

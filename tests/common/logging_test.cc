@@ -1,5 +1,6 @@
 #include "common/logging.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -116,6 +117,9 @@ TEST(LoggingFileTest, FileNameSubstitutesHostAndPidAndLinesHaveThePrefix) {
   ss << in.rdbuf();
   EXPECT_THAT(ss.str(), MatchesRegex(".*:[0-9]+:[0-9]+ TriRace INFO INIT hello file\n"));
   EXPECT_THAT(ss.str(), HasSubstr(HostName() + ":" + std::to_string(getpid()) + ":"));
+  struct stat st {};
+  ASSERT_EQ(stat(expected.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << "a log is the job's: only its uid reads it";
   std::filesystem::remove_all(dir);
 }
 

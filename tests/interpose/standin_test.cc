@@ -2,6 +2,7 @@
 // forwarding, re-entry, RTLD_LOCAL, modes, annotations, the trace file and
 // error paths.
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <unistd.h>
 
@@ -87,11 +88,32 @@ TEST_F(StandinTest, ResultsAndReturnCodesAreIdenticalWithAndWithoutTheShim) {
   EXPECT_THAT(shim.out, HasSubstr("calls AllReduce=3"));
 }
 
+// A real NCCL in a folder anyone can write to is used (the job asked for
+// it), with one WARN naming the folder.
+TEST_F(StandinTest, AnNcclInAWorldWritableFolderIsNamedInAWarning) {
+  const std::string open_dir = dir_ + "/open";
+  std::filesystem::create_directory(open_dir);
+  std::filesystem::permissions(open_dir, std::filesystem::perms::all);
+  const std::string lib = open_dir + "/libnccl.so.2";
+  std::filesystem::copy_file(STANDIN_PATH, lib);
+  ProcessResult r = Run({"basic", lib}, {{"TRIRACE_MODE", "observe"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("the folder " + open_dir + " is world-writable: anyone who can write there"));
+
+  std::filesystem::permissions(open_dir, std::filesystem::perms::owner_all);
+  r = Run({"basic", lib}, {{"TRIRACE_MODE", "observe"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr("world-writable")));
+}
+
 TEST_F(StandinTest, TraceHoldsEveryOpInOrderWithItsTag) {
   ProcessResult r = Run({"basic", STANDIN_PATH}, {{"TRIRACE_TRACE", TracePath()}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   TraceFile t = ReadTraceOrFail();
   EXPECT_EQ(CheckPerfettoStructure(t), "");
+  struct stat st {};
+  ASSERT_EQ(stat(TracePath().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << "a trace is the job's: only its uid reads it";
 
   std::vector<TraceOp> first = OpsOfComm(t, 1);
   std::vector<std::string> funcs;
