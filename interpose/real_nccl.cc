@@ -63,7 +63,7 @@ absl::StatusOr<std::unique_ptr<RealNccl>> ResolveRealNccl(absl::string_view conf
     real->how = "already loaded libnccl.so.2";
     if (real->handle == nullptr) {
       real->handle = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
-      real->how = "libnccl.so.2 loaded by the shim";
+      real->how = kHowLoadedByShim;
     }
     // No handle is not fatal yet: RTLD_NEXT may still find a statically
     // loaded NCCL under another name.

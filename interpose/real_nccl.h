@@ -41,6 +41,9 @@ struct RealNccl {
   int missing = 0;         // functions of nccl.h it does not provide
 };
 
+// RealNccl::how for a library the shim dlopened itself (the loader's search).
+inline constexpr const char* kHowLoadedByShim = "libnccl.so.2 loaded by the shim";
+
 // Finds the real library; `configured_path` is TRIRACE_NCCL_LIBRARY (empty:
 // unset). The error names what was tried.
 absl::StatusOr<std::unique_ptr<RealNccl>> ResolveRealNccl(absl::string_view configured_path);

@@ -107,8 +107,7 @@ DoctorReport Examine() {
     r.nccl_found = true;
     r.nccl_path = (*real)->path;
     // The shim's words for its own dlopen; here it is the loader's search.
-    r.nccl_how = (*real)->how == "libnccl.so.2 loaded by the shim" ? "the loader's search for libnccl.so.2"
-                                                                   : (*real)->how;
+    r.nccl_how = (*real)->how == interpose::kHowLoadedByShim ? "the loader's search for libnccl.so.2" : (*real)->how;
     if ((*real)->GetVersion(&r.nccl_version) != ncclSuccess) r.nccl_version = 0;
     nccl = interpose::PlanForNccl(r.nccl_version);
     absl::StatusOr<std::unique_ptr<device::Device>> dev = device::SelectDevice((*real)->handle);
