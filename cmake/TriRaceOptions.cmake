@@ -59,17 +59,38 @@ if(TRIRACE_SANITIZE)
     message(FATAL_ERROR "TRIRACE_SANITIZE: thread and address cannot be combined")
   endif()
   add_compile_options(-fsanitize=${TRIRACE_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  if("undefined" IN_LIST _trirace_sanitizers)
+    # NCCL's API is C: an ncclDataType_t or ncclRedOp_t argument may hold
+    # any int (the shim must refuse an unknown one, not assume it away), so
+    # C++'s rule that an enum holds only its enumerators' range is off.
+    add_compile_options(-fno-sanitize=enum)
+  endif()
   # GCC 12's -Wmaybe-uninitialized misfires on instrumented standard library
   # code (std::regex, std::function) under the sanitizers.
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     add_compile_options(-Wno-maybe-uninitialized)
   endif()
-  if("thread" IN_LIST _trirace_sanitizers)
+  if("thread" IN_LIST _trirace_sanitizers AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     # GCC warns that TSan does not model std::atomic_thread_fence; the
     # occupancy seqlock uses fences on purpose, so this stays a warning.
     add_compile_options(-Wno-error=tsan)
   endif()
   add_link_options(-fsanitize=${TRIRACE_SANITIZE})
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang" AND "address" IN_LIST _trirace_sanitizers)
+    # The sanitizer runtime as a shared library that every binary needs:
+    # the shim and hostccl are preloaded into programs that are not
+    # instrumented (sh, env, python), which then load the runtime with them
+    # (run with ASAN_OPTIONS=verify_asan_link_order=0, as scripts/test.sh does).
+    execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libclang_rt.asan-x86_64.so
+                    OUTPUT_VARIABLE _trirace_asan_rt OUTPUT_STRIP_TRAILING_WHITESPACE)
+    get_filename_component(_trirace_asan_dir "${_trirace_asan_rt}" DIRECTORY)
+    add_link_options(-shared-libsan "-Wl,-rpath,${_trirace_asan_dir}")
+  endif()
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang" AND "undefined" IN_LIST _trirace_sanitizers)
+    # A C program linked with a C++ library (hostccl's drop-in check) needs
+    # UBSan's C++ half, which clang links for C++ links only.
+    add_link_options("$<$<LINK_LANGUAGE:C>:-fsanitize-link-c++-runtime;-lstdc++>")
+  endif()
   message(STATUS "TriRace: building with -fsanitize=${TRIRACE_SANITIZE}")
 endif()
 

@@ -38,9 +38,14 @@ std::string WorldWritableReason(const std::string& path) {
   if (ec) return "";
   struct stat st {};
   if (stat(file.c_str(), &st) == 0 && (st.st_mode & S_IWOTH) != 0) return "the file is world-writable";
-  const std::filesystem::path dir = file.parent_path();
-  if (stat(dir.c_str(), &st) == 0 && (st.st_mode & S_IWOTH) != 0) {
-    return "the folder " + dir.string() + " is world-writable";
+  // The folder of the file, then that of the name it was loaded by (where a
+  // symbolic link there led elsewhere): whoever can write in either can put
+  // another library in its place.
+  const std::filesystem::path named = std::filesystem::absolute(path, ec).lexically_normal().parent_path();
+  for (const std::filesystem::path& dir : {file.parent_path(), named}) {
+    if (!dir.empty() && stat(dir.c_str(), &st) == 0 && (st.st_mode & S_IWOTH) != 0) {
+      return "the folder " + dir.string() + " is world-writable";
+    }
   }
   return "";
 }

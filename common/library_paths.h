@@ -21,8 +21,9 @@ std::vector<std::string> LibrarySearchDirs();
 std::string FindLibrary(absl::string_view name);
 
 // Why a library loaded from `path` could be replaced by another user of this
-// machine: "the folder /x is world-writable" or "the file is
-// world-writable"; "" when neither is (or `path` cannot be examined). The
+// machine: "the file is world-writable", or "the folder /x is
+// world-writable" for the file's folder or, when `path` is a symbolic link,
+// the link's; "" when none is (or `path` cannot be examined). The
 // shim and the net plugin loader WARN with it before using such a library:
 // whoever can write there can run code inside the training job.
 std::string WorldWritableReason(const std::string& path);

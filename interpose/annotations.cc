@@ -2,6 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "absl/strings/str_format.h"
 
 #include "common/logging.h"
 #include "interpose/front_stage.h"
@@ -23,8 +28,41 @@ std::atomic<uint64_t> g_unbalanced_pops{0};
 std::atomic<uint64_t> g_unbalanced_ends{0};
 std::atomic<uint64_t> g_overflows{0};
 
+// The first field of `t` outside what the API accepts (trirace.h), with
+// its value and the accepted range; false when every field is accepted.
+bool BadField(const trirace_tag_t& t, std::string* what) {
+  struct Field {
+    const char* name;
+    int64_t value, low, high;
+  };
+  constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+  const Field fields[] = {
+      {"layer", t.layer, 0, kInt32Max},
+      {"stage", t.stage, 0, kInt32Max},
+      {"micro_batch", t.micro_batch, 0, kInt32Max},
+      {"phase", t.phase, TRIRACE_PHASE_FORWARD, TRIRACE_PHASE_OPTIMIZER},
+      {"iteration", t.iteration, 0, std::numeric_limits<int64_t>::max()},
+      {"traffic_class", t.traffic_class, TRIRACE_CLASS_AUTO, TRIRACE_CLASS_DENSE},
+      {"priority", t.priority, std::numeric_limits<int32_t>::min() + 1, kInt32Max},
+  };
+  for (const Field& f : fields) {
+    if (f.value == TRIRACE_UNSET || (f.value >= f.low && f.value <= f.high)) continue;
+    *what = absl::StrFormat("%s=%d is not accepted (accepted: %d..%d, or TRIRACE_UNSET (-1) to inherit)", f.name,
+                            f.value, f.low, f.high);
+    return true;
+  }
+  return false;
+}
+
 int PushTag(const trirace_tag_t* tag) {
-  if (tag == nullptr) return TRIRACE_ERR_INVALID;
+  if (tag == nullptr) {
+    TRIRACE_WARN(INTERPOSE, "trirace_push_tag: tag is NULL (accepted: a trirace_tag_t); nothing is pushed");
+    return TRIRACE_ERR_INVALID;
+  }
+  if (std::string what; BadField(*tag, &what)) {
+    TRIRACE_WARN(INTERPOSE, "trirace_push_tag: %s; the tag is not pushed (do not pop it)", what);
+    return TRIRACE_ERR_INVALID;
+  }
   TagStack& s = t_stack;
   if (s.depth >= kMaxTagDepth) {
     g_overflows.fetch_add(1, std::memory_order_relaxed);
@@ -57,7 +95,16 @@ int SetCommRole(struct ncclComm* comm, int role) {
   return Shim::Get().SetCommRole(comm, role) ? TRIRACE_OK : TRIRACE_ERR_INVALID;
 }
 
+// True for an iteration number the API accepts; warns for another.
+bool IterationAccepted(const char* function, int64_t iteration) {
+  if (iteration >= 0) return true;
+  TRIRACE_WARN(INTERPOSE, "%s: iteration=%d is not accepted (accepted: 0..%d); ignored", function, iteration,
+               std::numeric_limits<int64_t>::max());
+  return false;
+}
+
 int IterationBegin(int64_t iteration) {
+  if (!IterationAccepted("trirace_iteration_begin", iteration)) return TRIRACE_ERR_INVALID;
   g_iteration.store(iteration, std::memory_order_relaxed);
   g_open_iterations.Begin(iteration);
   Shim::Get().RecordIteration(iteration, /*begin=*/true);
@@ -65,6 +112,7 @@ int IterationBegin(int64_t iteration) {
 }
 
 int IterationEnd(int64_t iteration) {
+  if (!IterationAccepted("trirace_iteration_end", iteration)) return TRIRACE_ERR_INVALID;
   if (!g_open_iterations.End(iteration)) {
     g_unbalanced_ends.fetch_add(1, std::memory_order_relaxed);
     TRIRACE_WARN_ONCE(INTERPOSE, "trirace_iteration_end(%lld): iteration %lld is not open (never begun, or "

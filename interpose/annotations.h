@@ -10,7 +10,10 @@
 // empty stack, an end whose iteration is not open, a stack deeper than
 // kMaxTagDepth) returns the header's error code
 // and logs one WARN per kind of misuse per process; the counts appear in
-// the exit summary.
+// the exit summary. A bad argument (a NULL tag, a tag field outside its
+// range, a negative iteration number, a role that is not a
+// trirace_role_t) changes nothing and returns TRIRACE_ERR_INVALID, with one
+// WARN per call naming the field, its value and the accepted range.
 //
 // AnnotationApi() is the table trirace_get_api() returns. set_comm_role
 // and the trace/summary hooks go through the process's Shim (shim.h).

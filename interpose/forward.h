@@ -22,6 +22,20 @@ inline ncclResult_t Forward(Shim& shim, Fn RealNccl::*field, const char* name, A
   return (real->*field)(args...);
 }
 
+// Forward() of a call on `comm`, unless the shim refuses that comm
+// (Shim::CheckComm: only while it records, so never in mode off nor on
+// re-entry from the real library).
+template <typename Fn, typename... Args>
+inline ncclResult_t ForwardOnComm(Shim& shim, Fn RealNccl::*field, const char* name, ncclComm_t comm,
+                                  Args... args) {
+  if (shim.ShouldRecord()) {
+    if (const ncclResult_t refused = shim.CheckComm(comm, name, /*group_call=*/false); refused != ncclSuccess) {
+      return refused;
+    }
+  }
+  return Forward(shim, field, name, args...);
+}
+
 // True when the real library provides `field` (checked before IssueOp so a
 // missing function is reported, not recorded).
 template <typename Fn>

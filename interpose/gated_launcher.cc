@@ -158,6 +158,11 @@ void GatedLauncher::Fail(const absl::Status& status, absl::string_view step) {
 bool GatedLauncher::CanGate(const Op& op) {
   if (failed() || op.state == nullptr || op.state->nonblocking) return false;
   if ((excluded_roles_ >> EffectiveRole(*op.state, nullptr)) & 1u) return false;
+  // A datatype this build does not know, or a stream the backend's library
+  // would reject: the op runs as in observe mode, so the real library says
+  // what is wrong (once), and the gated path never uses the stream (a
+  // failure there would turn gating off for the process).
+  if (DataTypeSize(op.datatype) == 0 || !dev_.StreamIsValid(op.stream)) return false;
   absl::StatusOr<bool> capturing = dev_.IsCapturing(op.stream);
   return capturing.ok() && !*capturing;
 }

@@ -186,10 +186,10 @@ void Shim::Disable(const std::string& why) {
 ncclResult_t Shim::IssueOp(Op& op) {
   ReentryGuard guard;
   op.state = registry_.Find(op.comm);
+  if (ncclResult_t refused = ncclSuccess; RefuseOp(op, &refused)) [[unlikely]] return refused;  // sets op.bytes
   op.tag = CurrentTag();
   UserGroup& group = ThisThreadGroup();
   op.group = group.depth() > 0 ? &group : nullptr;
-  op.bytes = op.count * DataTypeSize(op.datatype);
   if (op.state != nullptr) op.seq = op.state->next_seq.fetch_add(1, std::memory_order_relaxed);
   op.call_ns = MonotonicNs();
 
@@ -220,6 +220,7 @@ ncclResult_t Shim::IssueOp(Op& op) {
     // Grouped ops reach their streams at the outermost ncclGroupEnd, which
     // finishes or tracks their records (EndGroup).
     if (!recording.taken) in_flight_.fetch_add(1, std::memory_order_relaxed);
+    open_group_ops_.fetch_add(1, std::memory_order_relaxed);
     op.group->Add({r, op.state, op.stream, recording.taken});
     return result;
   }
@@ -282,6 +283,7 @@ ncclResult_t Shim::GroupStart() {
   const ncclResult_t r = launcher_->GroupStart();
   if (r == ncclSuccess) {
     UserGroup& group = ThisThreadGroup();
+    if (group.depth() == 0) open_groups_.fetch_add(1, std::memory_order_relaxed);
     group.Enter(group.depth() == 0 ? next_group_id_.fetch_add(1, std::memory_order_relaxed) + 1 : group.id());
   }
   return r;
@@ -292,7 +294,10 @@ ncclResult_t Shim::GroupEnd() {
   UserGroup& group = ThisThreadGroup();
   const bool closed = group.Leave();
   const ncclResult_t r = launcher_->GroupEnd(group);
-  if (closed) EndGroup(group, /*launched=*/r == ncclSuccess);
+  if (closed) {
+    ResolveGroupCreations(group, r);
+    EndGroup(group, /*launched=*/r == ncclSuccess);
+  }
   return r;
 }
 
@@ -301,11 +306,23 @@ ncclResult_t Shim::GroupSimulateEnd(ncclSimInfo_t* info) {
   UserGroup& group = ThisThreadGroup();
   const bool closed = group.Leave();
   const ncclResult_t r = launcher_->GroupSimulateEnd(info, group);
-  if (closed) EndGroup(group, /*launched=*/false);
+  if (closed) {
+    ResolveGroupCreations(group, r);
+    EndGroup(group, /*launched=*/false);
+  }
   return r;
 }
 
+void Shim::ResolveGroupCreations(UserGroup& group, ncclResult_t result) {
+  const std::vector<ncclComm_t*>& slots = group.pending_comms();
+  if (slots.empty()) return;
+  for (ncclComm_t* slot : slots) ledger_.Created(slot, 1);  // NCCL has written them by now, or never will
+  ledger_.GroupEnded(static_cast<int>(slots.size()), /*later=*/result == ncclInProgress);
+}
+
 void Shim::EndGroup(UserGroup& group, bool launched) {
+  open_groups_.fetch_sub(1, std::memory_order_relaxed);
+  open_group_ops_.fetch_sub(group.ops().size(), std::memory_order_relaxed);
   // Comms the group created are initialised now (when it succeeded).
   const std::vector<CommState*> created = launched ? group.created_comms() : std::vector<CommState*>();
   for (GroupOp& op : group.ops()) {
@@ -444,12 +461,20 @@ void Shim::Shutdown() {
   // nothing to join or drain. Its trace is the parent's to close.
   if (getpid() != owner_pid_) return;
   if (launcher_ != nullptr) launcher_->Shutdown();  // opens every gate still closed
+  // A group begun and never ended: NCCL never ran its calls, and their
+  // records never end.
+  const int64_t open_groups = open_groups_.load(std::memory_order_relaxed);
+  const uint64_t never_run = open_group_ops_.load(std::memory_order_relaxed);
+  if (open_groups > 0 && !disabled_.load(std::memory_order_relaxed)) {
+    TRIRACE_WARN(INTERPOSE, "exit with %d NCCL group(s) still open (ncclGroupStart without its ncclGroupEnd): the %d "
+                 "call(s) made in them never ran", open_groups, never_run);
+  }
   // Completions arrive on the watcher's driver threads, after the stream
   // point the application synchronised on: give those already due a moment
   // to land in the trace. Bounded, so an exit with work truly unfinished
   // (a killed peer, no synchronise) is not held.
   const absl::Time drain_end = absl::Now() + kExitDrain;
-  while (in_flight_.load(std::memory_order_acquire) > 0 && absl::Now() < drain_end) {
+  while (in_flight_.load(std::memory_order_acquire) > never_run && absl::Now() < drain_end) {
     absl::SleepFor(absl::Microseconds(200));
   }
   LogSummaries(registry_, /*include_live=*/true);

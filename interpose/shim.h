@@ -57,6 +57,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "interpose/comm_ledger.h"
 #include "interpose/comm_registry.h"
 #include "interpose/device/device.h"
 #include "interpose/launcher.h"
@@ -117,6 +118,27 @@ class Shim final : private RecordSink {
   bool shapes_comm_config() const { return shapes_comm_config_; }
   bool scheduling() const { return launcher_ != nullptr && launcher_->gated(); }
   CommRegistry& registry() { return registry_; }
+  // Every comm creating calls returned, and which were destroyed
+  // (comm_ledger.h); kept in every mode but off.
+  CommLedger& ledger() { return ledger_; }
+
+  // Bad input the shim refuses itself (shim_checks.cc), only while it
+  // records: where the real NCCL would read through a comm that is not
+  // one, or size buffers with a count whose bytes overflow size_t. Each
+  // refusal is one WARN naming the call, the argument, its value and what
+  // is accepted, and ncclInvalidArgument; the real library never sees the
+  // argument (inside a group it gets the call with comm=NULL instead, so
+  // that it fails the whole group, as it fails a group with any bad call).
+  //
+  // ncclSuccess: `comm` (an argument of `function`) may be passed on: NULL
+  // (the real library reports that itself), registered, or not known for
+  // sure to be bad (CommLedger::Verdict). Otherwise the refusal's result;
+  // `group_call`: the caller passes the call on with comm=NULL inside a
+  // group (a call NCCL queues in groups), which the warning says.
+  ncclResult_t CheckComm(ncclComm_t comm, const char* function, bool group_call);
+  // The comm and count of a communication call; sets op.bytes. A refused
+  // op has been answered: *result holds the call's return value.
+  bool RefuseOp(Op& op, ncclResult_t* result);
 
   // The result for a call whose real function is missing: one WARN per
   // function, then ncclSystemError (no real NCCL) or ncclInvalidUsage
@@ -184,6 +206,9 @@ class Shim final : private RecordSink {
   void LogVerdictOnce(const CommState& first);
   // A comm lifecycle record (init, finalize, destroy, ...) in the trace.
   void RecordCommEvent(CommCall call, const CommState* state, int64_t start_ns, ncclResult_t result);
+  // The outermost level of `group` closed with `result`: the comm slots its
+  // creating calls left are read (comm_ledger.h).
+  void ResolveGroupCreations(UserGroup& group, ncclResult_t result);
 
   std::unique_ptr<RealNccl> real_;
   std::string resolve_error_;
@@ -196,6 +221,7 @@ class Shim final : private RecordSink {
   std::unique_ptr<Launcher> launcher_;
   std::unique_ptr<TraceWriter> trace_;
   CommRegistry registry_;
+  CommLedger ledger_;
   ShimMode mode_ = ShimMode::kOff;
   StartVerdict verdict_;  // set by Initialize; logged at the job's rank 0 (OnCommCreated)
   std::atomic<bool> verdict_logged_{false};
@@ -204,6 +230,10 @@ class Shim final : private RecordSink {
   std::atomic<bool> recording_{false};
   std::atomic<bool> disabled_{false};
   std::atomic<uint64_t> in_flight_{0};
+  // User groups begun and not ended, and the op records in them (counted in
+  // in_flight_, never finished if the process exits first: Shutdown).
+  std::atomic<int64_t> open_groups_{0};
+  std::atomic<uint64_t> open_group_ops_{0};
   pid_t owner_pid_ = 0;  // the process that created the shim; a forked child's Shutdown does nothing
   std::atomic<uint64_t> next_group_id_{0};
   std::atomic<uint64_t> init_all_count_{0};

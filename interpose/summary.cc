@@ -4,6 +4,7 @@
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "interpose/annotations.h"
+#include "interpose/trace_buffer.h"
 
 namespace trirace::interpose {
 
@@ -47,12 +48,20 @@ std::string CommSummary(const CommState& s) {
                          by_func.empty() ? "none" : by_func, by_class.empty() ? "none" : by_class, in_flight_ms);
 }
 
+std::string TraceBufferSummary(const TraceBufferTotals& t) {
+  if (t.buffers == 0) return "";
+  return absl::StrFormat("trace buffer: %d records in, %d dropped (buffer full), %d waiting, at most %d of %d "
+                         "waiting at once", t.pushed, t.dropped, t.waiting, t.high_water, t.capacity);
+}
+
 void LogSummaries(const CommRegistry& registry, bool include_live) {
   registry.ForEach([&](CommState& s) {
     if (!include_live && s.live.load(std::memory_order_relaxed)) return;
     if (s.summarized.exchange(true)) return;
     TRIRACE_INFO(INTERPOSE, "summary: %s", CommSummary(s));
   });
+  const std::string trace = TraceBufferSummary(ProcessTraceBufferTotals());
+  if (!trace.empty()) TRIRACE_INFO(INTERPOSE, "summary: %s", trace);
   if (include_live) {
     const AnnotationCounters c = GetAnnotationCounters();
     if (c.unbalanced_pops + c.unbalanced_iteration_ends + c.overflowed_pushes > 0) {

@@ -1,10 +1,28 @@
 #include "interpose/trace_buffer.h"
 
+#include <algorithm>
 #include <new>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 
 namespace trirace::interpose {
+namespace {
+
+// The buffers alive, for ProcessTraceBufferTotals(). Never destroyed: a
+// buffer may outlive static destruction (the shim closes its trace in an
+// atexit hook).
+struct LiveBuffers {
+  absl::Mutex mutex;
+  std::vector<const TraceBuffer*> buffers ABSL_GUARDED_BY(mutex);
+};
+LiveBuffers& Live() {
+  static auto* live = new LiveBuffers();
+  return *live;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<TraceBuffer>> TraceBuffer::Create(size_t max_bytes) {
   size_t n = 16;
@@ -18,7 +36,17 @@ absl::StatusOr<std::unique_ptr<TraceBuffer>> TraceBuffer::Create(size_t max_byte
   return std::unique_ptr<TraceBuffer>(new TraceBuffer(std::move(slots), n));
 }
 
-TraceBuffer::TraceBuffer(std::unique_ptr<Slot[]> slots, size_t n) : slots_(std::move(slots)), mask_(n - 1) {}
+TraceBuffer::TraceBuffer(std::unique_ptr<Slot[]> slots, size_t n) : slots_(std::move(slots)), mask_(n - 1) {
+  LiveBuffers& live = Live();
+  absl::MutexLock lock(&live.mutex);
+  live.buffers.push_back(this);
+}
+
+TraceBuffer::~TraceBuffer() {
+  LiveBuffers& live = Live();
+  absl::MutexLock lock(&live.mutex);
+  live.buffers.erase(std::remove(live.buffers.begin(), live.buffers.end(), this), live.buffers.end());
+}
 
 bool TraceBuffer::Push(const TraceRecord& record) {
   uint64_t pos = tail_.load(std::memory_order_relaxed);
@@ -47,6 +75,9 @@ bool TraceBuffer::Pop(TraceRecord* out) {
   Slot& slot = slots_[pos & mask_];
   const uint64_t seq = slot.sequence.load(std::memory_order_acquire);
   if (static_cast<int64_t>(seq) - static_cast<int64_t>(pos + 1) < 0) return false;  // empty
+  // The consumer alone writes high_water_, so a plain compare-and-store is enough.
+  const uint64_t waiting = tail_.load(std::memory_order_relaxed) - pos;
+  if (waiting > high_water_.load(std::memory_order_relaxed)) high_water_.store(waiting, std::memory_order_relaxed);
   *out = slot.record;
   slot.sequence.store(pos + mask_ + 1, std::memory_order_release);
   head_.store(pos + 1, std::memory_order_relaxed);
@@ -57,6 +88,21 @@ size_t TraceBuffer::size() const {
   const uint64_t t = tail_.load(std::memory_order_relaxed);
   const uint64_t h = head_.load(std::memory_order_relaxed);
   return t > h ? static_cast<size_t>(t - h) : 0;
+}
+
+TraceBufferTotals ProcessTraceBufferTotals() {
+  TraceBufferTotals t;
+  LiveBuffers& live = Live();
+  absl::MutexLock lock(&live.mutex);
+  for (const TraceBuffer* b : live.buffers) {
+    ++t.buffers;
+    t.capacity += b->capacity();
+    t.pushed += b->pushed();
+    t.dropped += b->dropped();
+    t.waiting += b->size();
+    t.high_water = std::max(t.high_water, b->high_water());
+  }
+  return t;
 }
 
 }  // namespace trirace::interpose

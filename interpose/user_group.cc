@@ -17,6 +17,7 @@ bool UserGroup::Leave() {
 void UserGroup::Reset() {
   ops_.clear();
   created_.clear();
+  pending_comms_.clear();
   gating = GroupGating::kUndecided;
   lane = nullptr;
 }

@@ -72,7 +72,13 @@ class UserGroup {
   void AddCreatedComm(CommState* state) { created_.push_back(state); }
   const std::vector<CommState*>& created_comms() const { return created_; }
 
-  // Forgets the closed group: its ops, created comms and the launcher's decision.
+  // Where a creating call inside the group will find its comm written at
+  // the group's end (a split: NCCL writes *newcomm then; comm_ledger.h).
+  void AddPendingComm(ncclComm_t* slot) { pending_comms_.push_back(slot); }
+  const std::vector<ncclComm_t*>& pending_comms() const { return pending_comms_; }
+
+  // Forgets the closed group: its ops, created comms, pending comm slots
+  // and the launcher's decision.
   void Reset();
 
   // The gated launcher's decision and, for kGated, the lane it runs on.
@@ -84,6 +90,7 @@ class UserGroup {
   uint64_t id_ = 0;
   std::vector<GroupOp> ops_;
   std::vector<CommState*> created_;
+  std::vector<ncclComm_t*> pending_comms_;
 };
 
 // The calling thread's group.

@@ -5,6 +5,11 @@
 // shim's copy with trafficClass set (comm_traffic_class.h); an ncclCommInitRank
 // is then forwarded as ncclCommInitRankConfig with NCCL's defaults plus
 // that class.
+//
+// Every creating call, on every path, tells the comm ledger what it
+// returned (comm_ledger.h); destroy and abort tell it what ended. While the
+// shim records, a call on a comm the ledger is sure is not a live one is
+// refused (Shim::CheckComm) instead of being passed to NCCL.
 #include <unistd.h>
 
 #include <cstddef>
@@ -17,8 +22,11 @@
 #include "interpose/comm_state.h"
 #include "interpose/comm_traffic_class.h"
 #include "interpose/forward.h"
+#include "interpose/user_group.h"
 
 using trirace::MonotonicNs;
+using trirace::ShimMode;
+using trirace::interpose::CommLedger;
 using trirace::interpose::CommCall;
 using trirace::interpose::CommState;
 using trirace::interpose::ConfigWithRoleTrafficClass;
@@ -28,10 +36,54 @@ using trirace::interpose::NewComm;
 using trirace::interpose::RealNccl;
 using trirace::interpose::ReentryGuard;
 using trirace::interpose::Shim;
+using trirace::interpose::ThisThreadGroup;
+using trirace::interpose::UserGroup;
 
 namespace {
 
 bool Created(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
+
+// Brackets a creating call for the comm ledger, on every path (recorded or
+// only forwarded); nothing in mode off.
+class Creation {
+ public:
+  explicit Creation(Shim& shim) : ledger_(shim.mode() != ShimMode::kOff ? &shim.ledger() : nullptr) {
+    if (ledger_ != nullptr) ledger_->Begin();
+  }
+  ~Creation() {
+    if (ledger_ != nullptr) ledger_->End();
+  }
+  Creation(const Creation&) = delete;
+  Creation& operator=(const Creation&) = delete;
+
+  // The call returned `r`; `out` holds its `n` comms when it created them
+  // (read only then). `expect`: a comm is due (not NCCL_SPLIT_NOCOLOR); an
+  // empty slot is then written later by NCCL: at the end of the caller's
+  // group, or from its own thread (a nonblocking comm).
+  void Returned(ncclResult_t r, ncclComm_t* out, int n, bool expect) {
+    if (ledger_ == nullptr || out == nullptr || n <= 0 || !Created(r)) return;
+    ledger_->Created(out, n);
+    if (!expect || n != 1 || *out != nullptr) return;
+    UserGroup& group = ThisThreadGroup();
+    const bool in_group = r == ncclSuccess && group.depth() > 0;
+    if (in_group) group.AddPendingComm(out);
+    ledger_->Pending(in_group);
+  }
+
+ private:
+  CommLedger* const ledger_;
+};
+
+// Where the shim records: the refusal of `comm`, an argument of `name`,
+// when it is sure it is not a live comm (Shim::CheckComm); ncclSuccess to
+// go on. A split or shrink refused inside a group still reaches NCCL with
+// comm=NULL (`null_call`), so that NCCL fails the group as a whole.
+template <typename NullCall>
+ncclResult_t Refusal(Shim& shim, ncclComm_t comm, const char* name, NullCall null_call) {
+  const ncclResult_t refused = shim.CheckComm(comm, name, /*group_call=*/true);
+  if (refused != ncclSuccess && ThisThreadGroup().depth() > 0) null_call();
+  return refused;
+}
 
 // A comm that a call created and that is usable now goes to the launcher.
 void Ready(Shim& shim, CommState* state, ncclResult_t r) {
@@ -82,6 +134,7 @@ void ChooseConfig(const Shim& shim, ncclConfig_t* caller, bool null_takes_defaul
 ncclResult_t InitRank(Shim& shim, CommCall call, ncclComm_t* comm, int nranks, const ncclUniqueId* ids, int n_ids,
                       int rank, ncclConfig_t* config) {
   ReentryGuard guard;
+  Creation creating(shim);
   const int64_t t0 = MonotonicNs();
   CreationConfig creation;
   ChooseConfig(shim, config, call != CommCall::kInitRank || shim.real()->CommInitRankConfig != nullptr, &creation);
@@ -112,26 +165,38 @@ ncclResult_t InitRank(Shim& shim, CommCall call, ncclComm_t* comm, int nranks, c
   c.nonblocking = r == ncclInProgress || Nonblocking(call == CommCall::kInitRank ? nullptr : config, false);
   c.traffic_class = creation.traffic_class;
   Describe(shim, r, &c);
+  creating.Returned(r, comm, 1, /*expect=*/true);
   Ready(shim, shim.OnCommCreated(c, t0, r), r);
   return r;
 }
 
 ncclResult_t Remove(Shim& shim, CommCall call, ncclComm_t comm) {
+  const char* name = call == CommCall::kFinalize ? "ncclCommFinalize"
+                     : call == CommCall::kAbort  ? "ncclCommAbort"
+                                                 : "ncclCommDestroy";
+  // Destroying a comm twice is a double free in NCCL.
+  if (const ncclResult_t refused = shim.CheckComm(comm, name, /*group_call=*/false); refused != ncclSuccess) {
+    return refused;
+  }
   ReentryGuard guard;
   const int64_t t0 = MonotonicNs();
   CommState* state = shim.OnCommRemoving(comm);
+  const bool ends = call != CommCall::kFinalize && comm != nullptr;
+  // Before the real call: a comm created meanwhile at the same address is live again.
+  if (ends) shim.ledger().Destroying(comm, name);
   ncclResult_t r;
   switch (call) {
     case CommCall::kFinalize:
-      r = Forward(shim, &RealNccl::CommFinalize, "ncclCommFinalize", comm);
+      r = Forward(shim, &RealNccl::CommFinalize, name, comm);
       break;
     case CommCall::kAbort:
-      r = Forward(shim, &RealNccl::CommAbort, "ncclCommAbort", comm);
+      r = Forward(shim, &RealNccl::CommAbort, name, comm);
       break;
     default:
-      r = Forward(shim, &RealNccl::CommDestroy, "ncclCommDestroy", comm);
+      r = Forward(shim, &RealNccl::CommDestroy, name, comm);
       break;
   }
+  if (ends && !Created(r)) shim.ledger().Undestroyed(comm);
   shim.OnCommRemoved(call, state, t0, r);
   return r;
 }
@@ -143,7 +208,10 @@ extern "C" {
 TRIRACE_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
   Shim& shim = Shim::Get();
   if (!shim.ShouldRecord()) {
-    return Forward(shim, &RealNccl::CommInitRank, "ncclCommInitRank", comm, nranks, commId, rank);
+    Creation creating(shim);
+    const ncclResult_t r = Forward(shim, &RealNccl::CommInitRank, "ncclCommInitRank", comm, nranks, commId, rank);
+    creating.Returned(r, comm, 1, /*expect=*/true);
+    return r;
   }
   return InitRank(shim, CommCall::kInitRank, comm, nranks, &commId, 1, rank, nullptr);
 }
@@ -152,7 +220,11 @@ TRIRACE_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks,
                                                    ncclConfig_t* config) {
   Shim& shim = Shim::Get();
   if (!shim.ShouldRecord()) {
-    return Forward(shim, &RealNccl::CommInitRankConfig, "ncclCommInitRankConfig", comm, nranks, commId, rank, config);
+    Creation creating(shim);
+    const ncclResult_t r =
+        Forward(shim, &RealNccl::CommInitRankConfig, "ncclCommInitRankConfig", comm, nranks, commId, rank, config);
+    creating.Returned(r, comm, 1, /*expect=*/true);
+    return r;
   }
   return InitRank(shim, CommCall::kInitRankConfig, comm, nranks, &commId, 1, rank, config);
 }
@@ -161,18 +233,27 @@ TRIRACE_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nr
                                                      ncclUniqueId* commIds, ncclConfig_t* config) {
   Shim& shim = Shim::Get();
   if (!shim.ShouldRecord() || commIds == nullptr || nId <= 0) {
-    return Forward(shim, &RealNccl::CommInitRankScalable, "ncclCommInitRankScalable", newcomm, nranks, myrank, nId,
-                   commIds, config);
+    Creation creating(shim);
+    const ncclResult_t r = Forward(shim, &RealNccl::CommInitRankScalable, "ncclCommInitRankScalable", newcomm, nranks,
+                                   myrank, nId, commIds, config);
+    creating.Returned(r, newcomm, 1, /*expect=*/true);
+    return r;
   }
   return InitRank(shim, CommCall::kInitRankScalable, newcomm, nranks, commIds, nId, myrank, config);
 }
 
 TRIRACE_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
   Shim& shim = Shim::Get();
-  if (!shim.ShouldRecord()) return Forward(shim, &RealNccl::CommInitAll, "ncclCommInitAll", comm, ndev, devlist);
+  Creation creating(shim);
+  if (!shim.ShouldRecord()) {
+    const ncclResult_t r = Forward(shim, &RealNccl::CommInitAll, "ncclCommInitAll", comm, ndev, devlist);
+    creating.Returned(r, comm, r == ncclSuccess ? ndev : 0, /*expect=*/false);
+    return r;
+  }
   ReentryGuard guard;
   const int64_t t0 = MonotonicNs();
   const ncclResult_t r = Forward(shim, &RealNccl::CommInitAll, "ncclCommInitAll", comm, ndev, devlist);
+  creating.Returned(r, comm, r == ncclSuccess ? ndev : 0, /*expect=*/false);
   const uint64_t id = trirace::interpose::CommIdForInitAll(static_cast<int>(getpid()), shim.NextInitAllSequence());
   std::vector<CommState*> ready;
   for (int i = 0; i < ndev; ++i) {
@@ -195,8 +276,19 @@ TRIRACE_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, n
                                           ncclConfig_t* config) {
   Shim& shim = Shim::Get();
   if (!shim.ShouldRecord()) {
-    return Forward(shim, &RealNccl::CommSplit, "ncclCommSplit", comm, color, key, newcomm, config);
+    Creation creating(shim);
+    const ncclResult_t r = Forward(shim, &RealNccl::CommSplit, "ncclCommSplit", comm, color, key, newcomm, config);
+    creating.Returned(r, newcomm, 1, /*expect=*/color != NCCL_SPLIT_NOCOLOR);
+    return r;
   }
+  if (const ncclResult_t refused = Refusal(shim, comm, "ncclCommSplit", [&] {
+        Forward(shim, &RealNccl::CommSplit, "ncclCommSplit", static_cast<ncclComm_t>(nullptr), color, key, newcomm,
+                config);
+      });
+      refused != ncclSuccess) {
+    return refused;
+  }
+  Creation creating(shim);  // after the check: the ledger is unsure while a creating call runs
   ReentryGuard guard;
   const int64_t t0 = MonotonicNs();
   CommState* parent = shim.registry().Find(comm);
@@ -216,6 +308,7 @@ TRIRACE_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, n
   // A split without a config inherits the parent's.
   c.nonblocking = r == ncclInProgress || Nonblocking(config, parent != nullptr && parent->nonblocking);
   Describe(shim, r, &c);
+  creating.Returned(r, newcomm, 1, /*expect=*/color != NCCL_SPLIT_NOCOLOR);
   // NCCL_SPLIT_NOCOLOR: no new comm.
   if (c.comm != nullptr || !Created(r)) Ready(shim, shim.OnCommCreated(c, t0, r), r);
   return r;
@@ -225,9 +318,20 @@ TRIRACE_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksLis
                                            ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   Shim& shim = Shim::Get();
   if (!shim.ShouldRecord()) {
-    return Forward(shim, &RealNccl::CommShrink, "ncclCommShrink", comm, excludeRanksList, excludeRanksCount, newcomm,
-                   config, shrinkFlags);
+    Creation creating(shim);
+    const ncclResult_t r = Forward(shim, &RealNccl::CommShrink, "ncclCommShrink", comm, excludeRanksList,
+                                   excludeRanksCount, newcomm, config, shrinkFlags);
+    creating.Returned(r, newcomm, 1, /*expect=*/true);
+    return r;
   }
+  if (const ncclResult_t refused = Refusal(shim, comm, "ncclCommShrink", [&] {
+        Forward(shim, &RealNccl::CommShrink, "ncclCommShrink", static_cast<ncclComm_t>(nullptr), excludeRanksList,
+                excludeRanksCount, newcomm, config, shrinkFlags);
+      });
+      refused != ncclSuccess) {
+    return refused;
+  }
+  Creation creating(shim);
   ReentryGuard guard;
   const int64_t t0 = MonotonicNs();
   CommState* parent = shim.registry().Find(comm);
@@ -241,6 +345,7 @@ TRIRACE_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksLis
   c.id = trirace::interpose::CommIdForShrink(c.parent_id, index, excludeRanksList, excludeRanksCount);
   c.nonblocking = r == ncclInProgress || Nonblocking(config, parent != nullptr && parent->nonblocking);
   Describe(shim, r, &c);
+  creating.Returned(r, newcomm, 1, /*expect=*/true);
   if (c.comm != nullptr || !Created(r)) Ready(shim, shim.OnCommCreated(c, t0, r), r);
   return r;
 }
@@ -266,6 +371,10 @@ TRIRACE_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
 TRIRACE_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   Shim& shim = Shim::Get();
   if (!shim.ShouldRecord()) return Forward(shim, &RealNccl::CommRevoke, "ncclCommRevoke", comm, revokeFlags);
+  if (const ncclResult_t refused = shim.CheckComm(comm, "ncclCommRevoke", /*group_call=*/false);
+      refused != ncclSuccess) {
+    return refused;
+  }
   ReentryGuard guard;
   const int64_t t0 = MonotonicNs();
   const ncclResult_t r = Forward(shim, &RealNccl::CommRevoke, "ncclCommRevoke", comm, revokeFlags);

@@ -1,46 +1,89 @@
 #!/usr/bin/env bash
-# Builds everything and runs the whole test suite with ctest; compiles every
-# module with clang and -Wthread-safety, so lock annotations (ABSL_GUARDED_BY,
-# ...) are checked; then builds the module with a data path from strangers (the
-# net plugin) with clang, AddressSanitizer and UndefinedBehaviorSanitizer, runs
-# its suites again there, and runs each fuzz target (tests/fuzz) for 30 s.
-#   TRIRACE_TEST_ASAN=0     skips the sanitizer pass (ASan+UBSan: the plugin's suites, the fuzzers)
-#   TRIRACE_TEST_FUZZ=0     keeps the sanitizer pass but skips the fuzzers
-#   TRIRACE_TEST_THREAD_SAFETY=0  skips the thread-safety pass
-#   TRIRACE_BUILD_DIR=dir   main build folder (default build/)
-# Extra arguments go to the CMake configure step of the main build.
+# The README's one test command. Its passes, each on its own build tree:
+#  1. build/ (the release build that scripts/run.sh also uses): every test,
+#     with ctest.
+#  2. build-asan/: every module compiled by clang with AddressSanitizer and
+#     UndefinedBehaviorSanitizer, and the lock annotations checked
+#     (-Wthread-safety as errors). By default (CI) it runs the suites of the
+#     libraries, the plugin, hostccl's and the shim's in-process suites and
+#     the shim's bad-input suite (every policy in schedule mode),
+#     then each fuzz target (tests/fuzz) for TRIRACE_FUZZ_SECONDS (30).
+#     TRIRACE_TEST_ASAN=all runs every C++ suite there instead (about 25
+#     more minutes on 2 cores: the multi-process sweeps, the test bed, the
+#     command-line tools, the simulator), as docs/reliability.md reports.
+#  3. build-tsan/, with TRIRACE_TEST_TSAN=1: ThreadSanitizer over the
+#     scheduler, the shim's gated launcher and hostccl (about 20 minutes on
+#     2 cores, past CI's budget of 45 with the passes above).
+# What cannot run sanitized runs in pass 1 only: PyTorch (an uninstrumented
+# interpreter), the checks of the installed and packaged products, the
+# benchmark runs and the fault matrix.
+#   TRIRACE_TEST_ASAN=0|1|all   skips pass 2, runs its CI set, or every suite
+#   TRIRACE_TEST_FUZZ=0         keeps pass 2 but skips the fuzzers
+#   TRIRACE_TEST_TSAN=1         adds pass 3
+#   TRIRACE_TEST_LONG=1         pass 1 also runs the fault matrix's 60 s pause
+#   TRIRACE_BUILD_DIR=dir       the release build folder (default build/);
+#                               the others are dir-asan and dir-tsan
+# Extra arguments go to the CMake configure step of the release build.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${TRIRACE_BUILD_DIR:-$root/build}
 jobs=$(nproc)
+export TRIRACE_BUILD_DIR="$build_dir"
 
 # The same configure as scripts/run.sh (build.sh): what run.sh built is reused.
 "$root/scripts/build.sh" "$@"
-ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" --timeout 600
+# The 60 s pause of the fault matrix (one more minute) only when asked.
+long_only=()
+[ "${TRIRACE_TEST_LONG:-0}" != "0" ] || long_only=(-E '^LongPause\.')
+ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" --timeout 600 "${long_only[@]}"
 
-if [ "${TRIRACE_TEST_THREAD_SAFETY:-1}" != "0" ]; then
-  tsa_dir="$build_dir-thread-safety"
-  echo "== Thread-safety analysis: every module with clang -Wthread-safety in $tsa_dir"
-  # Analysis only, nothing here runs: no optimiser, no debug info (about
-  # 3 minutes instead of 5 on 2 cores), and Debian's shared Abseil (the
-  # annotations are the same; building Abseil would only cost time).
-  CC=clang CXX=clang++ TRIRACE_BUILD_DIR="$tsa_dir" "$root/scripts/build.sh" \
-    -DTRIRACE_THREAD_SAFETY=ON -DTRIRACE_BUILD_TESTS=OFF -DTRIRACE_BUILD_BENCHMARKS=OFF -DTRIRACE_BUNDLED_DEPS=OFF \
-    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG=-O0 -DCMAKE_CXX_FLAGS_DEBUG=-O0
+# Passes 2 and 3 run each GoogleTest binary as one ctest test (a sanitized
+# process is slow to start; tests/CMakeLists.txt). What only the release
+# build runs (see above): the scripts' tests by name, the benchmark runs
+# inside testbed_net_test by filter, and the fault matrix, whose rank
+# processes are the same as those of the multi-process suites run here.
+release_only='^(PyTorch|Recipes|build|E2eTools)\.|^faults_testbed_test$'
+sanitizer_env=(GTEST_FILTER='-TestbedE2E.*' ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:verify_asan_link_order=0
+               UBSAN_OPTIONS=print_stacktrace=1
+               TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/tests/tsan.supp")
+
+asan=${TRIRACE_TEST_ASAN:-1}
+if [ "$asan" != "0" ]; then
+  echo "== AddressSanitizer + UndefinedBehaviorSanitizer + -Wthread-safety: every module in $build_dir-asan"
+  if [ "$asan" = "all" ]; then
+    "$root/scripts/sanitizer-build.sh" address
+    env "${sanitizer_env[@]}" ctest --test-dir "$build_dir-asan" --output-on-failure -j "$jobs" --timeout 600 \
+      -E "$release_only"
+  else
+    ci_suites=(common_test annotation_test annotation_bad_input_test scheduler_test topology_test
+               topology_links_test nccl_adapter_test device_cuda_test device_host_test
+               plugin_conformance_test plugin_lifecycle_test plugin_close_test plugin_bad_input_test
+               plugin_liveness_test plugin_class_priority_test plugin_rto_min_test plugin_occupancy_test
+               plugin_tcp_unit_test plugin_loader_test hostccl_reduce_test hostccl_shm_test
+               hostccl_ring_ready_test hostccl_stream_test hostccl_api_test hostccl_clock_test
+               interpose_unit_test interpose_plugin_occupancy_test interpose_gated_launcher_test
+               interpose_stream_watcher_test interpose_bad_input_test)
+    replays=(params_fuzz_replay topology_fuzz_replay occupancy_fuzz_replay plugin_wire_fuzz_replay
+             hwloc_xml_fuzz_replay replay_fuzz_replay)
+    # The suites' targets bring what they load and launch (add_dependencies).
+    "$root/scripts/sanitizer-build.sh" address "${ci_suites[@]}" "${replays[@]}" plugin_tests
+    ci_regex="^($(IFS='|'; echo "${ci_suites[*]}"))\$|^NetPlugin\\.|^fuzz\\."
+    env "${sanitizer_env[@]}" ctest --test-dir "$build_dir-asan" --output-on-failure -j "$jobs" --timeout 600 \
+      -R "$ci_regex"
+  fi
+  if [ "${TRIRACE_TEST_FUZZ:-1}" != "0" ]; then
+    "$root/scripts/fuzz.sh"
+  fi
 fi
 
-if [ "${TRIRACE_TEST_ASAN:-1}" != "0" ]; then
-  # One clang build of the net plugin module with AddressSanitizer and
-  # UndefinedBehaviorSanitizer serves two checks: the plugin's suites, and the
-  # fuzz targets (scripts/fuzz.sh, the same folder and flags), each for
-  # TRIRACE_FUZZ_SECONDS (30).
-  san_dir="$build_dir-fuzz"
-  echo "== Sanitizer pass: the net plugin's suites and the fuzzers under ASan+UBSan in $san_dir"
-  CC=clang CXX=clang++ TRIRACE_BUILD_DIR="$san_dir" TRIRACE_BUILD_TARGETS=plugin_tests "$root/scripts/build.sh" \
-    -DTRIRACE_FUZZ=ON -DTRIRACE_SANITIZE=address,undefined -DTRIRACE_MODULES=plugin -DTRIRACE_BUILD_BENCHMARKS=OFF
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir "$san_dir" --output-on-failure -j "$jobs" --timeout 600 -R '^NetPlugin'
-  if [ "${TRIRACE_TEST_FUZZ:-1}" != "0" ]; then
-    TRIRACE_BUILD_DIR="$build_dir" "$root/scripts/fuzz.sh"
-  fi
+if [ "${TRIRACE_TEST_TSAN:-0}" != "0" ]; then
+  echo "== ThreadSanitizer: the scheduler, the gated launcher and hostccl in $build_dir-tsan"
+  # The scheduler's suite, the gated launcher over a fake device (its
+  # threads, gates and watchdog in one process) and hostccl's in-process
+  # suites (rings, movers, streams, the API across threads).
+  tsan_suites=(scheduler_test interpose_gated_launcher_test hostccl_api_test hostccl_reduce_test
+               hostccl_ring_ready_test hostccl_shm_test hostccl_stream_test)
+  "$root/scripts/sanitizer-build.sh" thread "${tsan_suites[@]}"
+  env "${sanitizer_env[@]}" ctest --test-dir "$build_dir-tsan" --output-on-failure -j "$jobs" --timeout 600 \
+    -R "^($(IFS='|'; echo "${tsan_suites[*]}"))\$"
 fi

@@ -63,7 +63,7 @@ absl::Status RunP2p(const std::vector<P2pTransfer>& transfers, MoverEnv& env) {
     TRIRACE_RETURN_IF_ERROR(env.AddRegion(x.data, x.bytes));
     lane_for(x.peer, x.send).items.push_back(&x);
   }
-  PeerLinks& t = *env.links;
+  PeerLinks* const t = env.links;  // null when every transfer is to this rank
   const size_t piece_max = env.slot_bytes;
   Backoff backoff;
   for (;;) {
@@ -75,7 +75,7 @@ absl::Status RunP2p(const std::vector<P2pTransfer>& transfers, MoverEnv& env) {
         size_t piece = std::min(piece_max, x.bytes - l.offset);
         char* p = x.data + l.offset;
         MemRegion* region = env.RegionOf(p, piece);
-        absl::StatusOr<void*> req = l.send ? t.Isend(l.peer, p, piece, *region) : t.Irecv(l.peer, p, piece, *region);
+        absl::StatusOr<void*> req = l.send ? t->Isend(l.peer, p, piece, *region) : t->Irecv(l.peer, p, piece, *region);
         if (!req.ok()) return req.status();
         if (*req == nullptr) break;
         l.posted.emplace_back(*req, piece);
@@ -88,7 +88,7 @@ absl::Status RunP2p(const std::vector<P2pTransfer>& transfers, MoverEnv& env) {
       }
       while (!l.posted.empty()) {
         size_t got = 0;
-        absl::StatusOr<bool> done = t.Test(l.posted.front().first, l.send ? nullptr : &got);
+        absl::StatusOr<bool> done = t->Test(l.posted.front().first, l.send ? nullptr : &got);
         if (!done.ok()) return done.status();
         if (!*done) break;
         if (!l.send && got != l.posted.front().second) {

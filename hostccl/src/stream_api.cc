@@ -30,6 +30,10 @@ TRIRACE_EXPORT ncclResult_t hostcclStreamSynchronize(cudaStream_t stream) {
   return ncclSuccess;
 }
 
+TRIRACE_EXPORT ncclResult_t hostcclStreamCheck(cudaStream_t stream) {
+  return LookupStream(stream, "stream").ok() ? ncclSuccess : ncclInvalidArgument;  // no WARN: see stream.h
+}
+
 TRIRACE_EXPORT ncclResult_t hostcclStreamQuery(cudaStream_t stream) {
   absl::StatusOr<std::shared_ptr<HostStream>> s = LookupStream(stream, "stream");
   if (!s.ok()) return ApiResult("hostcclStreamQuery", s.status());

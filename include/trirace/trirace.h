@@ -29,6 +29,10 @@
  *   - Calls inside ncclGroupStart/End carry the tag current at each call.
  *   - trirace_pop_tag() on an empty stack is harmless: the shim logs one
  *     WARN and returns TRIRACE_ERR_UNBALANCED; nothing crashes.
+ *   - A tag with a field outside its range (trirace_tag_t below) is not
+ *     pushed: trirace_push_tag() returns TRIRACE_ERR_INVALID and the shim
+ *     logs one WARN naming the field, its value and the range. Pop only
+ *     what was pushed (trirace::TagScope does).
  *   - A thread's stack is its own; a tag pushed on one thread is not seen by
  *     another.
  *   - An annotation never changes what NCCL computes, only when TriRace
@@ -87,7 +91,10 @@ typedef enum {
   TRIRACE_ROLE_EXPERT = 4 /* expert / sparse embedding comm */
 } trirace_role_t;
 
-/* One annotation scope. Fields set to TRIRACE_UNSET inherit. */
+/* One annotation scope. Fields set to TRIRACE_UNSET inherit. Accepted
+ * values besides TRIRACE_UNSET: layer, stage, micro_batch and iteration
+ * >= 0; phase 0..2; traffic_class 0..3; priority any int32_t but
+ * INT32_MIN (so -1 cannot be a priority: it inherits). */
 typedef struct trirace_tag {
   int32_t layer;         /* layer index, 0 = first (front) layer */
   int32_t stage;         /* pipeline stage */
@@ -184,11 +191,12 @@ static inline int trirace_set_new_comm_role(int role, int* previous) {
   return TRIRACE_API_HAS(api, set_new_comm_role) ? api->set_new_comm_role(role, previous) : TRIRACE_NOT_LOADED;
 }
 
-/* Marks the start and end of a training iteration (step). Iterations may
- * overlap (a pipeline schedule may begin step i+1 before step i ends): an
- * end closes the begun iteration with the same number; an end whose
- * iteration is not open returns TRIRACE_ERR_UNBALANCED. Ops whose tag has
- * no iteration take the most recently begun one. */
+/* Marks the start and end of a training iteration (step), numbered from
+ * 0 (a negative number returns TRIRACE_ERR_INVALID and changes nothing).
+ * Iterations may overlap (a pipeline schedule may begin step i+1 before
+ * step i ends): an end closes the begun iteration with the same number; an
+ * end whose iteration is not open returns TRIRACE_ERR_UNBALANCED. Ops whose
+ * tag has no iteration take the most recently begun one. */
 static inline int trirace_iteration_begin(int64_t iteration) {
   const trirace_api_v1_t* api = trirace_api();
   return TRIRACE_API_HAS(api, iteration_begin) ? api->iteration_begin(iteration) : TRIRACE_NOT_LOADED;
@@ -248,11 +256,17 @@ class Tag {
 
 class TagScope {
  public:
-  explicit TagScope(const trirace_tag_t& tag) { trirace_push_tag(&tag); }
+  explicit TagScope(const trirace_tag_t& tag) : pushed_(trirace_push_tag(&tag) == TRIRACE_OK) {}
   explicit TagScope(const Tag& tag) : TagScope(tag.get()) {}
-  ~TagScope() { trirace_pop_tag(); }
+  /* Pops the tag only if it was pushed (a refused one leaves the stack as it was). */
+  ~TagScope() {
+    if (pushed_) trirace_pop_tag();
+  }
   TagScope(const TagScope&) = delete;
   TagScope& operator=(const TagScope&) = delete;
+
+ private:
+  bool pushed_;
 };
 
 /* RAII scope: communicators this thread creates inside it get `role`.

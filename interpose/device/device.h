@@ -120,6 +120,13 @@ class Device {
   // reaches `value` (see the header comment).
   virtual absl::Status WaitGate(StreamHandle stream, const GateBlock& gates, size_t index, uint32_t value) = 0;
 
+  // False when the backend's library would reject `stream` (a stream the
+  // application handed in: one it never made, or one already destroyed),
+  // found without using it and without a warning. True where the backend
+  // cannot tell without using it (CUDA reports a bad handle only when it is
+  // used, if it does not crash on it), and for NULL (the default stream).
+  virtual bool StreamIsValid(StreamHandle /*stream*/) { return true; }
+
   // True while `stream` is being captured into a graph (never for host).
   // An error means "cannot tell": the caller must not gate.
   virtual absl::StatusOr<bool> IsCapturing(StreamHandle stream) = 0;

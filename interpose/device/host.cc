@@ -27,6 +27,7 @@ struct HostApi {
   ncclResult_t (*LaunchHostFunc)(cudaStream_t, void (*)(void*), void*);
   ncclResult_t (*LaunchKernelFunc)(cudaStream_t, void (*)(void*), void*);  // optional: nullptr
   ncclResult_t (*StreamWaitValue32)(cudaStream_t, const volatile uint32_t*, uint32_t);
+  ncclResult_t (*StreamCheck)(cudaStream_t);  // optional: nullptr
 };
 
 template <typename Fn>
@@ -113,6 +114,10 @@ class HostDevice final : public Device {
     return Check(api_.StreamWaitValue32(S(s), gates.host_word(index), value), "hostcclStreamWaitValue32");
   }
 
+  bool StreamIsValid(StreamHandle s) override {
+    return api_.StreamCheck == nullptr || s == nullptr || api_.StreamCheck(S(s)) == ncclSuccess;
+  }
+
   absl::StatusOr<bool> IsCapturing(StreamHandle) override { return false; }  // host streams are never captured
 
   absl::Status LaunchHostFunc(StreamHandle s, HostFn fn, void* arg) override {
@@ -153,8 +158,9 @@ absl::StatusOr<std::unique_ptr<Device>> OpenHostDevice(void* nccl_handle) {
       {"hostcclLaunchHostFunc", Resolve(nccl_handle, "hostcclLaunchHostFunc", &a.LaunchHostFunc)},
       {"hostcclStreamWaitValue32", Resolve(nccl_handle, "hostcclStreamWaitValue32", &a.StreamWaitValue32)},
   };
-  // Newer than the rest: without it LaunchInlineFunc is unimplemented.
+  // Newer than the rest: without them LaunchInlineFunc and StreamIsValid are unimplemented.
   Resolve(nccl_handle, "hostcclLaunchKernelFunc", &a.LaunchKernelFunc);
+  Resolve(nccl_handle, "hostcclStreamCheck", &a.StreamCheck);
   for (const Entry& e : entries) {
     if (!e.ok) {
       return absl::FailedPreconditionError(

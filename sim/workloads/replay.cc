@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -20,16 +22,23 @@ namespace {
 
 using json = nlohmann::json;
 
+// What a trace may hold. Times are microseconds since the epoch (the shim
+// writes about 1.8e15 today); below 4e15 us every time, sum and gap in
+// nanoseconds fits an int64_t. Bytes up to 2^48 per call (256 TiB).
+constexpr double kMaxMicros = 4e15;
+constexpr int64_t kMaxBytes = int64_t{1} << 48;
+
 struct TraceOp {
   NcclFunc func = NcclFunc::kAllReduce;
   int comm_index = 0;
   uint64_t bytes = 0;
-  int peer = -1;  // comm rank (Send/Recv), root (rooted calls)
+  int peer = -1;  // comm rank (Send/Recv), root (rooted calls); -1 none
   uint64_t group = 0;
   TrafficClass cls = TrafficClass::kOther;
   trirace_tag_t tag = TRIRACE_TAG_INIT;
   int64_t start_ns = 0, end_ns = 0;
   int chunk = -1, chunks = -1;
+  std::string where;  // "trace.0.json:12: traceEvents[10] (Send)", for errors
 };
 
 struct TraceComm {
@@ -39,7 +48,8 @@ struct TraceComm {
 };
 
 struct RankTrace {
-  std::string file;
+  std::string path;  // for errors
+  std::string file;  // its name, where a rank number may be
   int rank = -1;
   std::vector<TraceOp> ops;
   std::map<int, TraceComm> comms;  // by comm index
@@ -62,96 +72,274 @@ TrafficClass ClassFromName(const std::string& name) {
 
 constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
 
-int64_t Ns(double us) { return int64_t(us * 1e3); }
-
-absl::StatusOr<RankTrace> ParseTrace(const std::filesystem::path& path);
-
-// A trace whose values have other types than the shim writes is an error
-// naming the file, not an exception.
-absl::StatusOr<RankTrace> ReadTrace(const std::filesystem::path& path) {
-  try {
-    return ParseTrace(path);
-  } catch (const json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": not a TriRace trace (", e.what(), ")"));
-  }
+absl::Status Invalid(absl::string_view where, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(where, ": ", what));
 }
 
-absl::StatusOr<RankTrace> ParseTrace(const std::filesystem::path& path) {
+// A value as the file has it, shortened, for an error.
+std::string Shown(const json& v) {
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return s;
+}
+
+// The string at `key`, or "" when absent or of another type (events of
+// other tools are skipped, not refused).
+std::string Str(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// An integer at `key` in lo..hi; `fallback` when absent.
+absl::StatusOr<int64_t> Int(const json& o, const char* key, int64_t lo, int64_t hi, int64_t fallback,
+                            const std::string& where) {
+  auto it = o.find(key);
+  if (it == o.end()) return fallback;
+  if (it->is_number_unsigned() && it->get<uint64_t>() <= uint64_t(hi)) return int64_t(it->get<uint64_t>());
+  if (it->is_number_integer() && !it->is_number_unsigned() && it->get<int64_t>() >= lo && it->get<int64_t>() <= hi) {
+    return it->get<int64_t>();
+  }
+  return Invalid(where, absl::StrCat(key, " is ", Shown(*it), ", expected an integer in ", lo, "..", hi));
+}
+
+// A time in microseconds at `key` (0 when absent), as nanoseconds.
+absl::StatusOr<int64_t> Micros(const json& o, const char* key, const std::string& where) {
+  auto it = o.find(key);
+  if (it == o.end()) return 0;
+  const double us = it->is_number() ? it->get<double>() : -1;
+  if (!(us >= 0 && us <= kMaxMicros)) {
+    return Invalid(where, absl::StrCat(key, " is ", Shown(*it), ", expected microseconds in 0..", kMaxMicros));
+  }
+  return int64_t(us * 1e3);
+}
+
+// The line (from 1) on which each element of the top-level "traceEvents"
+// array starts, for errors: nlohmann-json keeps no positions. `text` is
+// valid JSON (it parsed), so strings, nesting and commas are all there is.
+std::vector<int> EventLines(absl::string_view text) {
+  std::vector<int> found, current;
+  int line = 1, depth = 0;
+  bool in_string = false, in_events = false, expect_element = false;
+  size_t string_start = 0;
+  absl::string_view last_string, key;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+        last_string = text.substr(string_start, i - string_start);
+      }
+      continue;
+    }
+    if (std::isspace(static_cast<unsigned char>(c))) continue;
+    if (in_events && depth == 2 && expect_element && c != ']') current.push_back(line);
+    expect_element = false;
+    switch (c) {
+      case '"':
+        in_string = true;
+        string_start = i + 1;
+        break;
+      case ':':
+        if (depth == 1) key = last_string;
+        break;
+      case ',':
+        if (depth == 1) key = {};
+        expect_element = in_events && depth == 2;
+        break;
+      case '[':
+      case '{':
+        if (depth == 1 && c == '[' && key == "traceEvents") {
+          in_events = true;
+          expect_element = true;
+          current.clear();
+        }
+        ++depth;
+        break;
+      case ']':
+      case '}':
+        --depth;
+        if (in_events && depth == 1) {
+          in_events = false;
+          found = current;  // the last traceEvents key wins, as in the parser
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return found;
+}
+
+// The line of byte `offset` (from 1).
+size_t LineOf(absl::string_view text, size_t offset) {
+  return 1 + size_t(std::count(text.begin(), text.begin() + std::min(offset, text.size()), '\n'));
+}
+
+// A comm as otherData's "comm <index>" describes it:
+// "id=<hex> rank=<r>/<n> role=<role> ...".
+absl::StatusOr<TraceComm> ParseComm(const std::string& text, const std::string& where) {
+  TraceComm c;
+  bool rank_read = false;
+  for (absl::string_view field : absl::StrSplit(text, ' ')) {
+    if (absl::ConsumePrefix(&field, "id=")) c.id = std::string(field);
+    if (absl::ConsumePrefix(&field, "role=")) c.role = std::string(field);
+    if (absl::ConsumePrefix(&field, "rank=")) {
+      std::vector<absl::string_view> rn = absl::StrSplit(field, '/');
+      rank_read = rn.size() == 2 && absl::SimpleAtoi(rn[0], &c.rank) && absl::SimpleAtoi(rn[1], &c.nranks);
+    }
+  }
+  if (c.id.empty()) return Invalid(where, "no id=, expected id=<comm id> rank=<r>/<n> role=<role>");
+  if (!rank_read || c.nranks < 1 || c.rank < 0 || c.rank >= c.nranks) {
+    return Invalid(where, "no rank=<r>/<n> with 0 <= r < n, expected id=<comm id> rank=<r>/<n> role=<role>");
+  }
+  return c;
+}
+
+// One op event (cat "op", ph "X"); nullopt for a func the simulator does
+// not know.
+absl::StatusOr<std::optional<TraceOp>> ParseOp(const json& e, const std::string& where) {
+  auto args = e.find("args");
+  if (args == e.end() || !args->is_object()) return Invalid(where, "expected an args object with func and bytes");
+  const json& a = *args;
+  std::optional<NcclFunc> func = FuncFromName(a.contains("func") ? Str(a, "func") : Str(e, "name"));
+  if (!func) return std::optional<TraceOp>();
+  TraceOp op;
+  op.where = where;
+  op.func = *func == NcclFunc::kBcast ? NcclFunc::kBroadcast : *func;
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  absl::StatusOr<int64_t> tid = Int(e, "tid", 0, kIntMax, 0, where);
+  absl::StatusOr<int64_t> bytes = Int(a, "bytes", 0, kMaxBytes, 0, where);
+  absl::StatusOr<int64_t> chunk = Int(a, "chunk", 0, kIntMax, -1, where);
+  absl::StatusOr<int64_t> chunks = Int(a, "chunks", 1, kIntMax, -1, where);
+  absl::StatusOr<int64_t> start = Micros(e, "ts", where);
+  absl::StatusOr<int64_t> dur = Micros(e, "dur", where);
+  for (const absl::Status& s : {tid.status(), bytes.status(), chunk.status(), chunks.status(), start.status(),
+                                dur.status()}) {
+    if (!s.ok()) return s;
+  }
+  if (auto group = a.find("group"); group != a.end()) {  // a user group's id: any uint64
+    if (!group->is_number_unsigned()) {
+      return Invalid(where, absl::StrCat("group is ", Shown(*group), ", expected an unsigned integer"));
+    }
+    op.group = group->get<uint64_t>();
+  }
+  // The peer of a send or receive, the root of a rooted call: a comm rank,
+  // checked against the comm once it is known.
+  const char* peer_key = IsPointToPoint(op.func) ? "peer" : HasRoot(op.func) ? "root" : nullptr;
+  if (peer_key != nullptr) {
+    absl::StatusOr<int64_t> peer = Int(a, peer_key, 0, kIntMax, -1, where);
+    if (!peer.ok()) return peer.status();
+    if (*peer < 0 && IsPointToPoint(op.func)) return Invalid(where, "no peer, expected the peer's comm rank");
+    op.peer = int(*peer);
+  }
+  if ((*chunk >= 0) != (*chunks >= 0) || (*chunk >= 0 && *chunk >= *chunks)) {
+    return Invalid(where, absl::StrCat("chunk ", *chunk, " of ", *chunks, ", expected both, with chunk < chunks"));
+  }
+  op.comm_index = int(*tid / 16);
+  op.bytes = uint64_t(*bytes);
+  op.chunk = int(*chunk);
+  op.chunks = int(*chunks);
+  op.start_ns = *start;
+  op.end_ns = *start + *dur;
+  op.cls = ClassFromName(Str(a, "class"));
+  auto tag = a.find("tag");
+  if (tag != a.end() && tag->is_object()) {
+    constexpr int64_t kLo = std::numeric_limits<int32_t>::min(), kHi = std::numeric_limits<int32_t>::max();
+    std::pair<const char*, int32_t*> fields[] = {{"layer", &op.tag.layer}, {"stage", &op.tag.stage},
+                                                 {"micro_batch", &op.tag.micro_batch}, {"phase", &op.tag.phase},
+                                                 {"priority", &op.tag.priority}};
+    for (auto& [key, field] : fields) {
+      absl::StatusOr<int64_t> v = Int(*tag, key, kLo, kHi, TRIRACE_UNSET, where + ": tag");
+      if (!v.ok()) return v.status();
+      *field = int32_t(*v);
+    }
+    absl::StatusOr<int64_t> it = Int(*tag, "iteration", std::numeric_limits<int64_t>::min(),
+                                     std::numeric_limits<int64_t>::max(), TRIRACE_UNSET, where + ": tag");
+    if (!it.ok()) return it.status();
+    op.tag.iteration = *it;
+  }
+  return std::optional<TraceOp>(std::move(op));
+}
+
+// The document of a trace; a rank that died leaves it without its closing
+// part, which is put back. Errors give the line of a syntax error.
+absl::StatusOr<json> ParseDocument(std::string text, const std::string& file) {
+  std::string where = file, why;
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    where = absl::StrCat(file, ":", LineOf(text, e.byte == 0 ? 0 : e.byte - 1));
+    why = e.what();
+  } catch (const json::exception& e) {  // a number too large for a double (out_of_range): no position
+    why = e.what();
+  }
+  while (!text.empty() && (std::isspace(static_cast<unsigned char>(text.back())) || text.back() == ',')) text.pop_back();
+  json doc = json::parse(text + "]}", nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_discarded()) return doc;
+  // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ...": what is after the position.
+  if (const size_t at = why.find("] "); absl::StartsWith(why, "[") && at != std::string::npos) why = why.substr(at + 2);
+  if (const size_t at = why.find(": "); absl::StartsWith(why, "parse error") && at != std::string::npos) {
+    why = why.substr(at + 2);
+  }
+  return Invalid(where, absl::StrCat("not a TriRace trace, not JSON (", why, "), expected the shim's trace (TRIRACE_TRACE)"));
+}
+
+absl::StatusOr<RankTrace> ReadTrace(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path.string(), ": cannot read"));
+  const std::string file = path.string();
+  if (!in) return Invalid(file, "cannot read it, expected a readable trace file");
   std::stringstream ss;
   ss << in.rdbuf();
-  std::string text = ss.str();
-  json doc = json::parse(text, nullptr, false);
-  if (doc.is_discarded()) {
-    // A rank that died leaves its trace without the closing part.
-    while (!text.empty() && (std::isspace(static_cast<unsigned char>(text.back())) || text.back() == ',')) text.pop_back();
-    doc = json::parse(text + "]}", nullptr, false);
+  const std::string text = ss.str();
+  absl::StatusOr<json> doc = ParseDocument(text, file);
+  if (!doc.ok()) return doc.status();
+  auto events = doc->is_object() ? doc->find("traceEvents") : doc->end();
+  if (!doc->is_object() || events == doc->end() || !events->is_array()) {
+    return Invalid(file, "not a TriRace trace (no traceEvents array), expected a JSON object with traceEvents");
   }
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array()) {
-    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": not a TriRace trace (no traceEvents array)"));
-  }
+  const std::vector<int> lines = EventLines(text);
   RankTrace t;
+  t.path = file;
   t.file = path.filename().string();
-  for (const json& e : doc["traceEvents"]) {
+  for (size_t i = 0; i < events->size(); ++i) {
+    const json& e = (*events)[i];
     if (!e.is_object()) continue;
-    const std::string name = e.value("name", "");
-    const std::string cat = e.value("cat", "");
-    if (e.value("ph", "") == "M" && name == "process_name") {
-      const std::string pname = e.contains("args") ? e["args"].value("name", "") : "";
+    const std::string name = Str(e, "name"), cat = Str(e, "cat"), ph = Str(e, "ph");
+    const std::string where = absl::StrCat(file, lines.size() == events->size() ? absl::StrCat(":", lines[i]) : "",
+                                           ": traceEvents[", i, "]", name.empty() ? "" : " (" + name + ")");
+    auto args = e.find("args");
+    const bool has_args = args != e.end() && args->is_object();
+    if (ph == "M" && name == "process_name") {
       int r;
-      std::vector<std::string> words = absl::StrSplit(pname, ' ');
+      std::vector<std::string> words = absl::StrSplit(has_args ? Str(*args, "name") : "", ' ');
       if (words.size() >= 2 && words[0] == "rank" && absl::SimpleAtoi(words[1], &r)) t.rank = r;
       continue;
     }
-    if (cat == "iteration" && absl::EndsWith(name, " begin") && e.contains("args")) {
-      t.iterations.push_back({Ns(e.value("ts", 0.0)), e["args"].value("iteration", int64_t(0))});
+    if (cat == "iteration" && absl::EndsWith(name, " begin") && has_args) {
+      absl::StatusOr<int64_t> at = Micros(e, "ts", where);
+      absl::StatusOr<int64_t> it = Int(*args, "iteration", std::numeric_limits<int64_t>::min(),
+                                       std::numeric_limits<int64_t>::max(), 0, where);
+      if (!at.ok()) return at.status();
+      if (!it.ok()) return it.status();
+      t.iterations.push_back({*at, *it});
       continue;
     }
-    if (cat != "op" || e.value("ph", "") != "X" || !e.contains("args")) continue;
-    const json& a = e["args"];
-    std::optional<NcclFunc> func = FuncFromName(a.value("func", name));
-    if (!func) continue;
-    TraceOp op;
-    op.func = *func == NcclFunc::kBcast ? NcclFunc::kBroadcast : *func;
-    op.comm_index = e.value("tid", 0) / 16;
-    op.bytes = a.value("bytes", uint64_t(0));
-    if (a.contains("peer")) op.peer = a["peer"].get<int>();
-    if (a.contains("root")) op.peer = a["root"].get<int>();
-    op.group = a.value("group", uint64_t(0));
-    op.cls = ClassFromName(a.value("class", "OTHER"));
-    op.start_ns = Ns(e.value("ts", 0.0));
-    op.end_ns = op.start_ns + Ns(e.value("dur", 0.0));
-    op.chunk = a.value("chunk", -1);
-    op.chunks = a.value("chunks", -1);
-    if (a.contains("tag") && a["tag"].is_object()) {
-      const json& g = a["tag"];
-      op.tag.layer = g.value("layer", TRIRACE_UNSET);
-      op.tag.stage = g.value("stage", TRIRACE_UNSET);
-      op.tag.micro_batch = g.value("micro_batch", TRIRACE_UNSET);
-      op.tag.phase = g.value("phase", TRIRACE_UNSET);
-      op.tag.iteration = g.value("iteration", int64_t(TRIRACE_UNSET));
-      op.tag.priority = g.value("priority", TRIRACE_UNSET);
-    }
-    t.ops.push_back(op);
+    if (cat != "op" || ph != "X") continue;
+    absl::StatusOr<std::optional<TraceOp>> op = ParseOp(e, where);
+    if (!op.ok()) return op.status();
+    if (op->has_value()) t.ops.push_back(**std::move(op));
   }
-  if (doc.contains("otherData") && doc["otherData"].is_object()) {
-    for (const auto& [key, value] : doc["otherData"].items()) {
+  auto other = doc->find("otherData");
+  if (other != doc->end() && other->is_object()) {
+    for (const auto& [key, value] : other->items()) {
       int index;
       if (!absl::StartsWith(key, "comm ") || !absl::SimpleAtoi(key.substr(5), &index) || !value.is_string()) continue;
-      TraceComm c;
-      for (absl::string_view field : absl::StrSplit(value.get<std::string>(), ' ')) {
-        if (absl::StartsWith(field, "id=")) c.id = std::string(field.substr(3));
-        if (absl::StartsWith(field, "role=")) c.role = std::string(field.substr(5));
-        if (absl::StartsWith(field, "rank=")) {
-          std::vector<std::string> rn = absl::StrSplit(field.substr(5), '/');
-          if (rn.size() == 2) {
-            (void)absl::SimpleAtoi(rn[0], &c.rank);
-            (void)absl::SimpleAtoi(rn[1], &c.nranks);
-          }
-        }
-      }
-      if (!c.id.empty()) t.comms[index] = c;
+      absl::StatusOr<TraceComm> c = ParseComm(value.get<std::string>(), absl::StrCat(file, ": otherData \"", key, "\""));
+      if (!c.ok()) return c.status();
+      t.comms[index] = *std::move(c);
     }
   }
   if (t.rank < 0) {
@@ -172,13 +360,18 @@ absl::StatusOr<RankTrace> ParseTrace(const std::filesystem::path& path) {
   std::stable_sort(t.ops.begin(), t.ops.end(), [](const TraceOp& x, const TraceOp& y) { return x.start_ns < y.start_ns; });
   // A schedule mode's chunks of one call become the call again.
   std::vector<TraceOp> merged;
-  for (const TraceOp& op : t.ops) {
-    if (op.chunk > 0 && !merged.empty() && merged.back().chunks == op.chunks && merged.back().comm_index == op.comm_index) {
+  for (TraceOp& op : t.ops) {
+    if (op.chunk > 0 && !merged.empty() && merged.back().chunks == op.chunks && merged.back().func == op.func &&
+        merged.back().comm_index == op.comm_index) {
+      if (merged.back().bytes + op.bytes > uint64_t(kMaxBytes)) {
+        return Invalid(op.where, absl::StrCat("the chunks of one call add up to more than ", kMaxBytes,
+                                              " bytes, expected at most that"));
+      }
       merged.back().bytes += op.bytes;
       merged.back().end_ns = std::max(merged.back().end_ns, op.end_ns);
       continue;
     }
-    merged.push_back(op);
+    merged.push_back(std::move(op));
   }
   t.ops = std::move(merged);
   return t;
@@ -197,46 +390,71 @@ TrafficClass ClassOfRole(const std::string& role) {
 absl::StatusOr<Workload> ReplayWorkload(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return absl::NotFoundError(absl::StrCat("--replay ", dir, ": not a folder"));
+  if (!fs::is_directory(dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("--replay ", dir, ": not a folder, expected the folder of TRIRACE_TRACE files"));
+  }
   std::vector<fs::path> files;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
-  if (files.empty()) return absl::NotFoundError(absl::StrCat("--replay ", dir, ": no *.json trace files"));
+  if (files.empty()) {
+    return absl::NotFoundError(absl::StrCat("--replay ", dir, ": no *.json trace files, expected one per rank"));
+  }
   std::vector<RankTrace> traces;
   for (const fs::path& p : files) {
     absl::StatusOr<RankTrace> t = ReadTrace(p);
     if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("--replay ", t.status().message()));
     traces.push_back(*std::move(t));
   }
+  const auto error = [](absl::string_view where, absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat("--replay ", where, ": ", what));
+  };
   // Ranks: as the traces say, else in file order; 0..n-1 exactly once.
   const int n = int(traces.size());
   std::vector<int> file_of(size_t(n), -1);
   for (int i = 0; i < n; ++i) {
     int r = traces[size_t(i)].rank;
     if (r < 0 || r >= n || file_of[size_t(r)] >= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--replay ", dir, ": ", traces[size_t(i)].file, " is rank ", r,
-                                                     ", not one of 0..", n - 1, " once (one trace per rank)"));
+      return error(absl::StrCat(dir, ": ", traces[size_t(i)].file),
+                   absl::StrCat("rank ", r, ", expected one of 0..", n - 1, " once (one trace per rank)"));
     }
     file_of[size_t(r)] = i;
   }
   Workload w;
   w.name = absl::StrCat("replay of ", dir);
-  // Comms by id: members by comm rank.
+  // Comms by id: members by comm rank, the same size in every trace, each
+  // comm rank one global rank and each global rank one comm rank.
   std::map<std::string, int> comm_of_id;
-  std::vector<std::vector<int>> members;
+  std::vector<std::string> described_by;  // the file that first described each comm
   for (int r = 0; r < n; ++r) {
-    for (const auto& [index, c] : traces[size_t(file_of[size_t(r)])].comms) {
+    const RankTrace& t = traces[size_t(file_of[size_t(r)])];
+    for (const auto& [index, c] : t.comms) {
+      const std::string where = absl::StrCat(t.path, ": otherData \"comm ", index, "\"");
+      if (c.nranks > n) {
+        return error(where, absl::StrCat("comm ", c.id, " of ", c.nranks, " ranks but the folder holds ", n,
+                                         " traces (a rank has no trace in the folder), expected every rank's trace"));
+      }
       auto [it, added] = comm_of_id.try_emplace(c.id, int(w.comms.size()));
       if (added) {
         w.comms.push_back({absl::StrCat("comm ", c.id, " (", c.role, ")"), std::vector<int>(size_t(c.nranks), -1),
                            ClassOfRole(c.role), c.role == "pipeline"});
+        described_by.push_back(t.path);
       }
       CommSpec& spec = w.comms[size_t(it->second)];
-      if (c.rank < 0 || c.rank >= int(spec.ranks.size())) {
-        return absl::InvalidArgumentError(absl::StrCat("--replay ", dir, ": rank ", r, " says it is rank ", c.rank,
-                                                       " of comm ", c.id, " with ", spec.ranks.size(), " ranks"));
+      if (int(spec.ranks.size()) != c.nranks) {
+        return error(where, absl::StrCat("comm ", c.id, " of ", c.nranks, " ranks, but ", described_by[size_t(it->second)],
+                                         " says ", spec.ranks.size(), ", expected the same in every trace"));
+      }
+      const int holder = spec.ranks[size_t(c.rank)];
+      if (holder >= 0 && holder != r) {
+        return error(where, absl::StrCat("rank ", c.rank, " of comm ", c.id, ", which rank ", holder,
+                                         "'s trace is too, expected each comm rank in one trace"));
+      }
+      const auto other = std::find(spec.ranks.begin(), spec.ranks.end(), r);
+      if (other != spec.ranks.end() && other - spec.ranks.begin() != c.rank) {
+        return error(where, absl::StrCat("rank ", c.rank, " of comm ", c.id, ", which this trace also is rank ",
+                                         other - spec.ranks.begin(), " of, expected one comm rank per trace"));
       }
       spec.ranks[size_t(c.rank)] = r;
     }
@@ -244,8 +462,7 @@ absl::StatusOr<Workload> ReplayWorkload(const std::string& dir) {
   for (const CommSpec& c : w.comms) {
     for (size_t i = 0; i < c.ranks.size(); ++i) {
       if (c.ranks[i] < 0) {
-        return absl::InvalidArgumentError(absl::StrCat("--replay ", dir, ": ", c.name, " rank ", i,
-                                                       " has no trace in the folder (every rank's trace is needed)"));
+        return error(dir, absl::StrCat(c.name, " rank ", i, " has no trace in the folder, expected every rank's trace"));
       }
     }
   }
@@ -299,12 +516,18 @@ absl::StatusOr<Workload> ReplayWorkload(const std::string& dir) {
         const TraceOp& o = t.ops[k];
         auto comm = t.comms.find(o.comm_index);
         if (comm == t.comms.end()) {
-          return absl::InvalidArgumentError(absl::StrCat("--replay ", t.file, ": an op on comm index ", o.comm_index,
-                                                         ", which otherData does not describe"));
+          return error(o.where, absl::StrCat("an op on comm index ", o.comm_index, " (tid / 16), expected a comm that ",
+                                             "otherData describes (\"comm ", o.comm_index, "\")"));
+        }
+        const TraceComm& tc = comm->second;
+        if (IsPointToPoint(o.func) ? (o.peer < 0 || o.peer >= tc.nranks || o.peer == tc.rank) : o.peer >= tc.nranks) {
+          return error(o.where, absl::StrCat(IsPointToPoint(o.func) ? "peer " : "root ", o.peer, " on comm ", tc.id,
+                                             " of ", tc.nranks, " ranks (this trace is rank ", tc.rank,
+                                             "), expected a", IsPointToPoint(o.func) ? "nother" : "", " rank of the comm"));
         }
         NcclCall c;
         c.func = o.func;
-        c.comm = comm_of_id[comm->second.id];
+        c.comm = comm_of_id[tc.id];
         c.bytes = o.bytes;
         c.peer = o.peer;
         c.traffic_class = o.cls;

@@ -166,5 +166,18 @@ TEST_F(HostBackendTest, GateArgumentsAreChecked) {
   EXPECT_FALSE(dev_->RecordEvent(nullptr, s).ok()) << "hostccl rejects a null event";
 }
 
+// A caller's stream is checked without using it (and without hostccl's
+// WARN): the gated launch passes a bad one on to NCCL instead.
+TEST_F(HostBackendTest, StreamIsValidTellsLiveStreamsFromOthers) {
+  StreamHandle live = NewStream();
+  StreamHandle gone = NewStream();
+  ASSERT_TRUE(dev_->DestroyStream(gone).ok());
+  int not_a_stream = 0;
+  EXPECT_TRUE(dev_->StreamIsValid(live));
+  EXPECT_TRUE(dev_->StreamIsValid(nullptr)) << "NULL is the default host stream";
+  EXPECT_FALSE(dev_->StreamIsValid(gone));
+  EXPECT_FALSE(dev_->StreamIsValid(&not_a_stream));
+}
+
 }  // namespace
 }  // namespace trirace::device

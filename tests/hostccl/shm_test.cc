@@ -96,7 +96,9 @@ TEST(ShmRing, OpenRejectsWhatIsNotARing) {
 class ShmRingSizes : public ::testing::TestWithParam<std::tuple<size_t, size_t>> {};
 
 TEST_P(ShmRingSizes, MessagesArriveWholeAndInOrder) {
-  const auto [slot, size] = GetParam();
+  // Plain copies: a lambda may not capture a structured binding (clang 14).
+  const size_t slot = std::get<0>(GetParam());
+  const size_t size = std::get<1>(GetParam());
   const std::string name = ShmRing::Name(FreshCommHash(), 1, 0);
   absl::StatusOr<std::unique_ptr<ShmRing>> rx = ShmRing::Create(name, slot);
   ASSERT_TRUE(rx.ok()) << rx.status();

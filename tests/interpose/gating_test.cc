@@ -28,6 +28,7 @@
 #include <chrono>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/clock.h"
 #include "gmock/gmock.h"
@@ -365,24 +366,26 @@ TEST(GateRing, WordsOnlyGrowAndASlotIsReusedOnlyOnceOpen) {
   CommState comm;
   auto lane = CommLane::Create(**dev, &comm);
   ASSERT_TRUE(lane.ok()) << lane.status();
+  CommLane& l = **lane;
+  absl::MutexLock hold(&l.mu);  // AcquireGate's contract (the issue path holds it)
   std::vector<std::pair<uint32_t, uint32_t>> uses;
   for (size_t i = 0; i < CommLane::kGateSlots; ++i) {
     uint32_t slot = 0, value = 0;
-    ASSERT_TRUE((*lane)->AcquireGate(&slot, &value));
+    ASSERT_TRUE(l.AcquireGate(&slot, &value));
     EXPECT_EQ(slot, i);
     EXPECT_EQ(value, 1u);
     uses.push_back({slot, value});
   }
   uint32_t slot = 0, value = 0;
-  EXPECT_FALSE((*lane)->AcquireGate(&slot, &value)) << "slot 0's first use is still closed";
-  EXPECT_TRUE(OpenGateWord((*lane)->gates(), 0, 1));
-  EXPECT_FALSE(OpenGateWord((*lane)->gates(), 0, 1)) << "already open";
-  ASSERT_TRUE((*lane)->AcquireGate(&slot, &value));
+  EXPECT_FALSE(l.AcquireGate(&slot, &value)) << "slot 0's first use is still closed";
+  EXPECT_TRUE(OpenGateWord(l.gates(), 0, 1));
+  EXPECT_FALSE(OpenGateWord(l.gates(), 0, 1)) << "already open";
+  ASSERT_TRUE(l.AcquireGate(&slot, &value));
   EXPECT_EQ(slot, 0u);
   EXPECT_EQ(value, 2u);
-  EXPECT_TRUE(OpenGateWord((*lane)->gates(), 0, 2));
-  EXPECT_FALSE(OpenGateWord((*lane)->gates(), 0, 1)) << "a late open of the older use must not lower the word";
-  EXPECT_TRUE(GateWordOpen((*lane)->gates(), 0, 2));
+  EXPECT_TRUE(OpenGateWord(l.gates(), 0, 2));
+  EXPECT_FALSE(OpenGateWord(l.gates(), 0, 1)) << "a late open of the older use must not lower the word";
+  EXPECT_TRUE(GateWordOpen(l.gates(), 0, 2));
 }
 
 // The watchdog alone (no engine ever releases anything) opens a gate a
@@ -408,7 +411,10 @@ TEST(GateWatchdog, OpensAGateTheEngineNeverOpens) {
   auto* t = new GateTicket;
   t->lane = lane->get();
   t->gated = true;
-  ASSERT_TRUE((*lane)->AcquireGate(&t->slot, &t->value));
+  {
+    absl::MutexLock hold(&(*lane)->mu);  // AcquireGate's contract
+    ASSERT_TRUE((*lane)->AcquireGate(&t->slot, &t->value));
+  }
   // Released and done already, so the watchdog's arrival frees it.
   t->arrived.store(GateTicket::kReleased | GateTicket::kDone);
   absl::Notification passed;

@@ -240,40 +240,6 @@ TEST(NetPluginBadInput, ReceiverKilledGivesSenderRemoteError) {
   EXPECT_EQ(codes[1], 0);
 }
 
-TEST(NetPluginBadInput, HungSenderTimesOutWithRemoteError) {
-  Env env = BaseEnv("hung");
-  env.push_back({"TRIRACE_NET_TIMEOUT_MS", "1000"});
-  std::vector<pid_t> ranks;
-  auto codes = RunRanks(
-      env,
-      [](int rank, Channel& peer, Channel& parent) {
-        Pair p = Pair::Connect(PluginPath(), 11, rank, peer);
-        ASSERT_TRUE(p.ok);
-        std::vector<char> buf(64 << 20);
-        if (rank == 0) {
-          void* data = buf.data();
-          size_t size = buf.size();
-          int tag = 0;
-          void* req = nullptr;
-          ASSERT_EQ(p.net->Irecv(p.recv_comm, 1, &data, &size, &tag, nullptr, &req), ncclSuccess);
-          ASSERT_TRUE(peer.Barrier());
-          EXPECT_EQ(p.net->Wait(req, nullptr, 60000), ncclRemoteError);
-          p.Close();
-          parent.SendU64(1);  // the parent may now kill the stopped sender
-        } else {
-          ASSERT_TRUE(peer.Barrier());
-          void* req = nullptr;
-          while (req == nullptr) ASSERT_EQ(p.net->Isend(p.send_comm, buf.data(), buf.size(), 0, nullptr, &req), ncclSuccess);
-          raise(SIGSTOP);  // hung mid-message: threads and all
-        }
-      },
-      [](const std::vector<pid_t>& pids, std::vector<Channel*>& channels) {
-        channels[0]->RecvU64(90000);
-        kill(pids[1], SIGKILL);
-      });
-  ExpectRanksPassed(codes, 128 + SIGKILL);
-}
-
 TEST(NetPluginBadInput, CallsOnClosedCommsAndFinishedRequests) {
   auto codes = RunRanks(BaseEnv("closed"), [](int rank, Channel& peer, Channel&) {
     Pair p = Pair::Connect(PluginPath(), 11, rank, peer);

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -134,6 +135,108 @@ TEST_F(ReplayTest, WhatIsMissingOrForeignIsNamed) {
   w = ReplayWorkload(dir_.string());
   ASSERT_FALSE(w.ok());
   EXPECT_THAT(std::string(w.status().message()), HasSubstr("not a TriRace trace"));
+}
+
+// ---- What replay_fuzz found (tests/fuzz/corpus/replay_fuzz/crash-*) ----
+
+// One rank's trace of `events` (one per line, from line 2) with otherData
+// `comms` ("comm <index>": description).
+void WriteRaw(const fs::path& dir, int rank, const std::vector<std::string>& events, const std::string& comms) {
+  std::ofstream f(dir / absl::StrCat("trace.", rank, ".json"));
+  f << "{\"traceEvents\":[\n";
+  for (const std::string& e : events) f << e << ",\n";
+  f << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"rank " << rank
+    << " host:1\"}}\n],\"otherData\":{" << comms << "}}\n";
+}
+
+std::string Comm(int rank, const std::string& of) {
+  return absl::StrCat("\"comm 1\":\"id=ab rank=", rank, "/", of, " role=data-parallel\"");
+}
+
+std::string Op(const std::string& func, const std::string& ts, const std::string& args) {
+  return absl::StrCat("{\"name\":\"", func, "\",\"cat\":\"op\",\"ph\":\"X\",\"ts\":", ts,
+                      ",\"dur\":5,\"pid\":1,\"tid\":16,\"args\":{\"func\":\"", func, "\"", args, "}}");
+}
+
+TEST_F(ReplayTest, BadValuesAreErrorsNamingTheFileTheLineAndWhatWasExpected) {
+  struct Bad {
+    std::vector<std::string> events;  // of rank 0, whose comm 1 is rank 0 of 1
+    std::string comms;
+    std::string message;  // after "--replay <dir>/trace.0.json"
+  };
+  const std::vector<Bad> cases = {
+      // Before: a std::length_error out of ReplayWorkload (a vector of -1 ranks).
+      {{Op("AllReduce", "10", ",\"bytes\":8")}, Comm(0, "-1"),
+       ": otherData \"comm 1\": no rank=<r>/<n> with 0 <= r < n, expected id=<comm id> rank=<r>/<n> role=<role>"},
+      {{Op("AllReduce", "10", ",\"bytes\":8")}, Comm(0, "99999999999"), ": otherData \"comm 1\": no rank=<r>/<n>..."},
+      {{Op("AllReduce", "10", ",\"bytes\":8")}, "\"comm 1\":\"rank=0/1\"",
+       ": otherData \"comm 1\": no id=, expected id=<comm id> rank=<r>/<n> role=<role>"},
+      // Before: undefined behaviour (a double outside int64_t made one).
+      {{Op("AllReduce", "1e300", ",\"bytes\":8")}, Comm(0, "1"),
+       ":2: traceEvents[0] (AllReduce): ts is 1e+300, expected microseconds in 0..4e+15"},
+      {{"{\"name\":\"x\",\"ph\":\"M\"}", Op("AllReduce", "-1", ",\"bytes\":8")}, Comm(0, "1"),
+       ":3: traceEvents[1] (AllReduce): ts is -1, expected microseconds in 0..4e+15"},
+      {{Op("AllReduce", "10", ",\"bytes\":\"many\"")}, Comm(0, "1"),
+       ":2: traceEvents[0] (AllReduce): bytes is \"many\", expected an integer in 0..281474976710656"},
+      {{Op("AllReduce", "10", ",\"bytes\":8,\"tag\":{\"stage\":1e99}")}, Comm(0, "1"),
+       ":2: traceEvents[0] (AllReduce): tag: stage is 1e+99, expected an integer in -2147483648..2147483647"},
+      {{Op("AllReduce", "10", ",\"bytes\":8,\"chunk\":2,\"chunks\":2")}, Comm(0, "1"),
+       ":2: traceEvents[0] (AllReduce): chunk 2 of 2, expected both, with chunk < chunks"},
+      {{Op("Recv", "10", ",\"bytes\":8")}, Comm(0, "1"), ":2: traceEvents[0] (Recv): no peer, expected the peer's comm rank"},
+      {{Op("AllReduce", "10", ",\"bytes\":8")}, "", ":2: traceEvents[0] (AllReduce): an op on comm index 1 (tid / 16)..."},
+      // Before: accepted, and the workload failed ValidateWorkload later.
+      {{Op("Send", "10", ",\"bytes\":8,\"peer\":5")}, Comm(0, "1"),
+       ":2: traceEvents[0] (Send): peer 5 on comm ab of 1 ranks (this trace is rank 0), expected another rank of the comm"},
+      {{Op("Send", "10", ",\"bytes\":8,\"peer\":0")}, Comm(0, "1"), ":2: traceEvents[0] (Send): peer 0 on comm ab..."},
+      {{Op("Broadcast", "10", ",\"bytes\":8,\"root\":1")}, Comm(0, "1"),
+       ":2: traceEvents[0] (Broadcast): root 1 on comm ab of 1 ranks (this trace is rank 0), expected a rank of the comm"},
+      {{"{\"traceEvents\":"}, Comm(0, "1"), ":2: not a TriRace trace, not JSON (syntax error..."},
+      // Found by replay_fuzz (corpus/replay_fuzz/crash-number-overflow): a
+      // number too large for a double threw out of ReplayWorkload.
+      {{Op("AllReduce", "17e966012", ",\"bytes\":8")}, Comm(0, "1"),
+       ": not a TriRace trace, not JSON (number overflow parsing '17e966012'), expected the shim's trace "
+       "(TRIRACE_TRACE)"},
+  };
+  for (const Bad& b : cases) {
+    WriteRaw(dir_, 0, b.events, b.comms);
+    const absl::StatusOr<Workload> w = ReplayWorkload(dir_.string());
+    ASSERT_FALSE(w.ok()) << b.message;
+    EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument) << w.status();
+    const std::string want = absl::StrCat("--replay ", (dir_ / "trace.0.json").string(), b.message);
+    if (absl::EndsWith(want, "...")) {
+      EXPECT_THAT(std::string(w.status().message()), ::testing::StartsWith(want.substr(0, want.size() - 3)));
+    } else {
+      EXPECT_EQ(w.status().message(), want);
+    }
+  }
+}
+
+TEST_F(ReplayTest, EachCommRankIsOneTraceAndEveryTraceTheSameSize) {
+  // Before: two traces both rank 0 of a comm of 2 gave "rank 1 has no trace".
+  WriteRaw(dir_, 0, {Op("AllReduce", "10", ",\"bytes\":8")}, Comm(0, "2"));
+  WriteRaw(dir_, 1, {Op("AllReduce", "10", ",\"bytes\":8")}, Comm(0, "2"));
+  absl::StatusOr<Workload> w = ReplayWorkload(dir_.string());
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().message(),
+            absl::StrCat("--replay ", (dir_ / "trace.1.json").string(), ": otherData \"comm 1\": rank 0 of comm ab, ",
+                         "which rank 0's trace is too, expected each comm rank in one trace"));
+  WriteRaw(dir_, 1, {Op("AllReduce", "10", ",\"bytes\":8")}, Comm(1, "3"));
+  w = ReplayWorkload(dir_.string());
+  ASSERT_FALSE(w.ok());
+  EXPECT_THAT(std::string(w.status().message()), HasSubstr("comm ab of 3 ranks but the folder holds 2 traces"));
+  WriteRaw(dir_, 0, {Op("AllReduce", "10", ",\"bytes\":8")}, Comm(0, "1"));
+  WriteRaw(dir_, 1, {Op("AllReduce", "10", ",\"bytes\":8")}, Comm(0, "2"));
+  w = ReplayWorkload(dir_.string());
+  ASSERT_FALSE(w.ok());
+  EXPECT_THAT(std::string(w.status().message()), HasSubstr("comm ab of 2 ranks, but "));
+  EXPECT_THAT(std::string(w.status().message()), HasSubstr("says 1, expected the same in every trace"));
+  // Ranks 0 and 1 of 2, each once: accepted, and a sane program.
+  WriteRaw(dir_, 0, {Op("Send", "10", ",\"bytes\":8,\"peer\":1")}, Comm(0, "2"));
+  WriteRaw(dir_, 1, {Op("Recv", "10", ",\"bytes\":8,\"peer\":0")}, Comm(1, "2"));
+  w = ReplayWorkload(dir_.string());
+  ASSERT_TRUE(w.ok()) << w.status();
+  std::string error;
+  EXPECT_TRUE(ValidateWorkload(*w, &error)) << error;
 }
 
 }  // namespace

@@ -93,6 +93,8 @@ run flags
   --timeout SEC        kill every rank after this many seconds (default 300)
   --env K=V            extra environment for every rank (repeatable)
   --keep               with a private test bed: leave it up (prints its name)
+  --keep-going         a failed rank does not stop the others: each ends on
+                       its own, or at --timeout (fault tests watch survivors)
   -- CMD [ARGS...]     the command every rank runs
 
 exec flags: --name NAME --host I [--env K=V]... -- CMD [ARGS...]
@@ -254,7 +256,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/testbed_links.sh"
 # ---- flags ----------------------------------------------------------------
 
 HOSTS=2 NICS=1 RATE=1gbit DELAY=0 BURST="" QUEUE=20ms MTU=9000 PRIO=0 IFNAME=tb0 NAME="" OWNER=""
-RANKS_PER_HOST=1 OUT="" TIMEOUT=300 KEEP=0 HOST_INDEX="" PREFIX=""
+RANKS_PER_HOST=1 OUT="" TIMEOUT=300 KEEP=0 KEEP_GOING=0 HOST_INDEX="" PREFIX=""
 EXTRA_ENV=()
 CMD=()
 
@@ -279,6 +281,7 @@ parse_flags() {
       --timeout) need_value "$@"; TIMEOUT=$2; shift 2 ;;
       --env) need_value "$@"; EXTRA_ENV+=("$2"); shift 2 ;;
       --keep) KEEP=1; shift ;;
+      --keep-going) KEEP_GOING=1; shift ;;
       --host) need_value "$@"; HOST_INDEX=$2; shift 2 ;;
       --prefix) need_value "$@"; PREFIX=$2; shift 2 ;;
       --) shift; CMD=("$@"); return ;;

@@ -125,7 +125,7 @@ verb_run() {
   sleep "$TIMEOUT" >/dev/null 2>&1 &
   TIMER_PID=$!
   local timer=$TIMER_PID rc status=ok failed_rank="" failed_rc=0 remaining=$WORLD
-  local exit_codes=()
+  local exit_codes=() ended_ms=()
   local live=("${RANK_PIDS[@]}")
   # Polled rather than `wait -n PID...`, which once (bash 5.2) missed ranks
   # that had all exited and blocked until the timer fired. `wait PID` on a
@@ -141,6 +141,7 @@ verb_run() {
       rc=$?
       r=${rank_of_pid[p]}
       exit_codes[r]=$rc
+      ended_ms[r]=$(date +%s%3N)
       remaining=$((remaining - 1))
       if [ "$rc" -ne 0 ] && [ "$status" = ok ]; then
         status=failed
@@ -150,7 +151,7 @@ verb_run() {
     done
     live=("${still[@]}")
     # A failure is reported as such even if the timer ran out meanwhile.
-    { ((remaining > 0)) && [ "$status" = ok ]; } || break
+    { ((remaining > 0)) && { [ "$status" = ok ] || [ "$KEEP_GOING" = 1 ]; }; } || break
     if ! kill -0 "$timer" 2>/dev/null; then
       status=timeout
       break
@@ -165,9 +166,9 @@ verb_run() {
   fi
 
   {
-    echo -e "rank\thost\tpid\texit"
+    echo -e "rank\thost\tpid\texit\tended_ms"
     for ((r = 0; r < WORLD; r++)); do
-      echo -e "$r\th${host_of_rank[r]}\t${RANK_PIDS[r]}\t${exit_codes[r]:-killed}"
+      echo -e "$r\th${host_of_rank[r]}\t${RANK_PIDS[r]}\t${exit_codes[r]:-killed}\t${ended_ms[r]:-}"
     done
   } >"$OUT/ranks.tsv"
 

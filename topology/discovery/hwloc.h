@@ -31,9 +31,13 @@
 // Facts "pci", "gpus", "nics" get Source::kHwloc.
 //
 // Before hwloc reads an XML text, tinyxml2 checks it (well-formed, root
-// <topology>: errors give the line), and comments, blanks before the root
-// and CR LF line ends are removed: hwloc's own reader (built without
-// libxml2, as on Debian) refuses them.
+// <topology>: errors give the line) and it is written again in the layout
+// hwloc itself writes: hwloc's own reader (built without libxml2, as on
+// Debian) takes nothing else (no comments, blanks before the root or inside
+// tags, CR LF line ends, other entities). What hwloc 2.9 would refuse inside
+// an <object> (an element or attribute it does not know, text), leaking the
+// object it was reading, is refused first with its line, and so is an
+// object with a set but not its complete set, on which hwloc 2.9 crashes.
 //
 // hwloc is optional at run time: the backend is a module,
 // libtrirace-topo-hwloc.so (hwloc_module.cc, the one TriRace object linked

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <climits>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <set>
@@ -20,7 +22,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/status.h"
 
@@ -152,8 +156,10 @@ absl::StatusOr<int> HostBuilder::Node(hwloc_obj_t obj) {
   node.parent = parent;
   node.numa = NumaOf(obj);
   node.is_switch = obj->type == HWLOC_OBJ_BRIDGE;
-  const float gbytes = PciAttr(obj).linkspeed;  // GB/s, 0 when unknown
-  node.link_gbps = gbytes > 0 ? static_cast<double>(gbytes) * 8 : 0;
+  // GB/s, 0 when unknown; an XML file may say "inf" or "nan" (hwloc reads
+  // it with strtof): unknown too.
+  const float gbytes = PciAttr(obj).linkspeed;
+  node.link_gbps = std::isfinite(gbytes) && gbytes > 0 ? static_cast<double>(gbytes) * 8 : 0;
   const int index = static_cast<int>(host_.pci.size());
   host_.pci.push_back(std::move(node));
   nodes_[obj] = index;
@@ -286,53 +292,162 @@ std::string Explain(const tinyxml2::XMLDocument& doc) {
                       "), expected every element closed and nothing after </topology>");
 }
 
-// `text` as hwloc's own XML reader (the one built without libxml2) takes
-// it: no comments (hand-edited exports may have some), "\n" line ends, and
-// the root element first (it refuses blank lines or comments before it).
-// `text` is well-formed XML here: "<!--" starts a comment wherever it is
-// outside a CDATA section, and the prolog holds only a declaration, a
-// DOCTYPE (perhaps with an internal subset), comments and blanks.
-std::string ForHwloc(absl::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  while (!text.empty()) {
-    const size_t comment = text.find("<!--");
-    if (comment == absl::string_view::npos) break;
-    const size_t cdata = text.find("<![CDATA[");
-    if (cdata < comment) {
-      const size_t end = text.find("]]>", cdata);
-      const size_t keep = end == absl::string_view::npos ? text.size() : end + 3;
-      absl::StrAppend(&out, text.substr(0, keep));
-      text.remove_prefix(keep);
-      continue;
-    }
-    absl::StrAppend(&out, text.substr(0, comment));
-    const size_t end = text.find("-->", comment + 4);
-    text.remove_prefix(end == absl::string_view::npos ? text.size() : end + 3);
-  }
-  absl::StrAppend(&out, text);
-  out = absl::StrReplaceAll(out, {{"\r\n", "\n"}, {"\r", "\n"}});
+// Names hwloc's own reader takes: tags of [a-z0-9_], attributes of [a-z_].
+bool HwlocName(absl::string_view name, bool attribute) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [attribute](char c) {
+    return (c >= 'a' && c <= 'z') || c == '_' || (!attribute && c >= '0' && c <= '9');
+  });
+}
 
-  absl::string_view rest = out;
-  for (;;) {
-    rest = absl::StripLeadingAsciiWhitespace(rest);
-    size_t end = absl::string_view::npos;
-    if (absl::StartsWith(rest, "<?")) {
-      end = rest.find("?>");
-      if (end != absl::string_view::npos) end += 2;
-    } else if (absl::StartsWith(rest, "<!")) {
-      const size_t close = rest.find('>');
-      const size_t subset = rest.find('[');
-      end = subset < close ? rest.find("]", subset) : close;
-      if (end != absl::string_view::npos) end = rest.find('>', end);
-      if (end != absl::string_view::npos) end += 1;
-    } else {
-      break;
+// Appends `e` (depth at most 100: tinyxml2's limit) as hwloc writes XML,
+// the only layout its own reader (built without libxml2, as on Debian)
+// takes: one space before each attribute, values escaped with &#10; &#13;
+// &#9; &quot; &lt; &gt; &amp; only, nothing but blanks between tags, no
+// comments. <userdata> is left out (nothing in TriRace asks hwloc for it).
+absl::Status AppendForHwloc(const tinyxml2::XMLElement& e, absl::string_view origin, int depth, std::string* out) {
+  const auto error = [&](int line, absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ":", line, ": not an hwloc XML export: ", what));
+  };
+  if (!HwlocName(e.Name(), false)) return error(e.GetLineNum(), absl::StrCat("<", e.Name(), ">, expected hwloc's names"));
+  absl::StrAppend(out, std::string(size_t(depth) * 2, ' '), "<", e.Name());
+  for (const tinyxml2::XMLAttribute* a = e.FirstAttribute(); a != nullptr; a = a->Next()) {
+    if (!HwlocName(a->Name(), true)) {
+      return error(a->GetLineNum(), absl::StrCat("attribute ", a->Name(), " of <", e.Name(), ">, expected hwloc's names"));
     }
-    if (end == absl::string_view::npos) break;
-    rest.remove_prefix(end);
+    absl::StrAppend(out, " ", a->Name(), "=\"",
+                    absl::StrReplaceAll(a->Value(), {{"&", "&amp;"}, {"\n", "&#10;"}, {"\r", "&#13;"}, {"\t", "&#9;"},
+                                                     {"\"", "&quot;"}, {"<", "&lt;"}, {">", "&gt;"}}),
+                    "\"");
   }
-  return std::string(rest);
+  std::string inner;
+  bool text = false;
+  for (const tinyxml2::XMLNode* n = e.FirstChild(); n != nullptr; n = n->NextSibling()) {
+    if (const tinyxml2::XMLElement* c = n->ToElement(); c != nullptr) {
+      if (absl::string_view(c->Name()) == "userdata") continue;
+      if (inner.empty() || text) absl::StrAppend(&inner, "\n");
+      if (absl::Status s = AppendForHwloc(*c, origin, depth + 1, &inner); !s.ok()) return s;
+      text = false;
+    } else if (const tinyxml2::XMLText* t = n->ToText(); t != nullptr) {
+      // Content (distances' values) is read raw, up to the next '<'.
+      if (absl::StrContains(t->Value(), "<")) return error(n->GetLineNum(), "text with '<', expected none");
+      absl::StrAppend(&inner, t->Value());
+      text = true;
+    }
+  }
+  if (inner.empty()) {
+    absl::StrAppend(out, "/>\n");
+  } else {
+    absl::StrAppend(out, ">", inner, text ? "" : std::string(size_t(depth) * 2, ' '), "</", e.Name(), ">\n");
+  }
+  return absl::OkStatus();
+}
+
+// The document hwloc reads: the <topology> element as hwloc writes it,
+// whose opening tag its reader matches exactly: <topology version="M.m">.
+absl::StatusOr<std::string> ForHwloc(const tinyxml2::XMLElement& topology, absl::string_view origin) {
+  unsigned major = 0, minor = 0;
+  const char* version = topology.Attribute("version");
+  std::vector<absl::string_view> parts;
+  if (version != nullptr) parts = absl::StrSplit(version, '.');
+  if (version != nullptr && (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &major) ||
+                             !absl::SimpleAtoi(parts[1], &minor))) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ":", topology.GetLineNum(),
+                                                   ": not an hwloc XML export: <topology version=\"", version,
+                                                   "\">, expected a version M.m"));
+  }
+  for (const tinyxml2::XMLAttribute* a = topology.FirstAttribute(); a != nullptr; a = a->Next()) {
+    if (absl::string_view(a->Name()) != "version") {
+      return absl::InvalidArgumentError(absl::StrCat(origin, ":", a->GetLineNum(), ": not an hwloc XML export: ",
+                                                     "attribute ", a->Name(), " of <topology>, expected only version"));
+    }
+  }
+  std::string out = version != nullptr ? absl::StrCat("<topology version=\"", major, ".", minor, "\">\n") : "<topology>\n";
+  for (const tinyxml2::XMLElement* c = topology.FirstChildElement(); c != nullptr; c = c->NextSiblingElement()) {
+    if (absl::string_view(c->Name()) == "userdata") continue;
+    if (absl::Status s = AppendForHwloc(*c, origin, 1, &out); !s.ok()) return s;
+  }
+  absl::StrAppend(&out, "</topology>\n");
+  return out;
+}
+
+// The first node under `e` that is neither an element nor blank text (text,
+// CDATA, a declaration or unknown markup), or nullptr.
+const tinyxml2::XMLNode* NonElementChild(const tinyxml2::XMLElement& e) {
+  for (const tinyxml2::XMLNode* n = e.FirstChild(); n != nullptr; n = n->NextSibling()) {
+    if (n->ToElement() != nullptr || n->ToComment() != nullptr) continue;  // comments are removed before hwloc
+    const tinyxml2::XMLText* text = n->ToText();
+    if (text == nullptr || text->CData() || !absl::StripAsciiWhitespace(text->Value()).empty()) return n;
+  }
+  return nullptr;
+}
+
+// What an <object> may hold besides <object>s, as hwloc's reader takes it.
+// hwloc 2.9 leaks the object it is reading (a few hundred bytes per file)
+// when it refuses one of these children (an element it does not know, an
+// attribute it does not know, text, a <page_type> elsewhere than in a NUMA
+// node or the root): such a file is refused here instead, naming the line.
+absl::Status CheckObjectChildren(const tinyxml2::XMLElement& topology, absl::string_view origin) {
+  const char* version = topology.Attribute("version");
+  const bool v1 = version == nullptr || std::atoi(version) < 2;  // v1 exports keep <distances> in objects
+  std::vector<std::pair<const tinyxml2::XMLElement*, bool>> todo;  // (object, is the root object)
+  for (auto* o = topology.FirstChildElement("object"); o != nullptr; o = o->NextSiblingElement("object")) {
+    todo.push_back({o, true});
+  }
+  while (!todo.empty()) {
+    const auto [object, is_root] = todo.back();
+    todo.pop_back();
+    const char* type = object->Attribute("type");
+    // hwloc 2.9 reads a v2 object with a set but not its complete set, then
+    // crashes (a NULL bitmap in hwloc_bitmap_or): both, or neither.
+    for (const char* set : {"cpuset", "nodeset"}) {
+      const std::string complete = absl::StrCat("complete_", set);
+      if ((object->Attribute(set) == nullptr) != (object->Attribute(complete.c_str()) == nullptr)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            origin, ":", object->GetLineNum(), ": not an hwloc XML export: <object type=\"", type != nullptr ? type : "",
+            "\"> with only one of ", set, " and ", complete, ", expected both or neither"));
+      }
+    }
+    if (const tinyxml2::XMLNode* n = NonElementChild(*object); n != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(origin, ":", n->GetLineNum(), ": not an hwloc XML export: text in ",
+                                                     "<object type=\"", type != nullptr ? type : "",
+                                                     "\">, expected only elements"));
+    }
+    for (const tinyxml2::XMLElement* c = object->FirstChildElement(); c != nullptr; c = c->NextSiblingElement()) {
+      const absl::string_view name = c->Name();
+      const auto error = [&](absl::string_view what) {
+        return absl::InvalidArgumentError(absl::StrCat(origin, ":", c->GetLineNum(), ": not an hwloc XML export: <",
+                                                       name, "> in <object type=\"", type != nullptr ? type : "",
+                                                       "\">", what));
+      };
+      std::vector<absl::string_view> attributes;
+      if (name == "object") {
+        todo.push_back({c, false});
+        continue;
+      } else if (name == "info") {
+        attributes = {"name", "value"};
+      } else if (name == "page_type") {
+        if (!is_root && (type == nullptr || absl::string_view(type) != "NUMANode")) {
+          return error(", expected <page_type> only in a NUMANode or the root object");
+        }
+        attributes = {"size", "count"};
+      } else if (name == "userdata") {
+        attributes = {"length", "encoding", "name"};
+      } else if (name == "distances" && v1) {
+        continue;
+      } else {
+        return error(", expected <object>, <info>, <page_type> or <userdata>");
+      }
+      for (const tinyxml2::XMLAttribute* a = c->FirstAttribute(); a != nullptr; a = a->Next()) {
+        if (std::find(attributes.begin(), attributes.end(), a->Name()) == attributes.end()) {
+          return error(absl::StrCat(" with attribute ", a->Name(), ", expected only ", absl::StrJoin(attributes, ", ")));
+        }
+      }
+      if (name != "userdata" && (c->FirstChildElement() != nullptr || NonElementChild(*c) != nullptr)) {
+        return error(" holds something, expected an empty element");
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 // The text hwloc is to read, once it is well-formed XML with root <topology>.
@@ -363,7 +478,8 @@ absl::StatusOr<std::string> CheckedXml(absl::string_view text, absl::string_view
     return absl::InvalidArgumentError(
         absl::StrCat(origin, ": not an hwloc XML export: <topology> holds no <object>, expected the Machine"));
   }
-  return ForHwloc(text);
+  if (absl::Status s = CheckObjectChildren(*root, origin); !s.ok()) return s;
+  return ForHwloc(*root, origin);
 }
 
 absl::StatusOr<Host> DiscoverHwlocMachine() {

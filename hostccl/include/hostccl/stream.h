@@ -24,8 +24,8 @@
  *
  * Every function returns ncclSuccess on success, ncclInvalidArgument (with a
  * WARN naming the argument) for a NULL output pointer or a handle that is not
- * a live hostccl stream/event; the two Query calls return ncclInProgress
- * while work is pending.
+ * a live hostccl stream/event (hostcclStreamCheck without the WARN); the two
+ * Query calls return ncclInProgress while work is pending.
  *
  * Thread safety: every function may be called from any thread at any time.
  * Destroying a stream or event while another thread still passes it is a
@@ -57,6 +57,12 @@ ncclResult_t hostcclStreamDestroy(cudaStream_t stream);
 
 /* Blocks until all work enqueued on `stream` before this call has run. */
 ncclResult_t hostcclStreamSynchronize(cudaStream_t stream);
+
+/* ncclSuccess when `stream` is NULL or a live host stream, ncclInvalidArgument
+ * otherwise. The one call here that logs nothing for a bad handle: for a
+ * layer that checks a stream it was handed before using it (the TriRace
+ * shim), so that the NCCL call the stream was meant for reports it once. */
+ncclResult_t hostcclStreamCheck(cudaStream_t stream);
 
 /* ncclSuccess when `stream` is idle, ncclInProgress while work is pending. */
 ncclResult_t hostcclStreamQuery(cudaStream_t stream);

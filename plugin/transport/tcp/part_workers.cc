@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "plugin/transport/tcp/peer_liveness.h"
 
 namespace trirace::net::tcp {
 namespace {
@@ -119,11 +120,10 @@ absl::Status PartWorkers::MovePart(const Queued& q) {
                                       ": peer closed the connection mid-message"));
     }
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      // A receive that stalls mid-part means the peer is dead or hung; a
-      // send may wait as long as the receiver takes to post its receive.
-      if (!sending_ && MonotonicNs() - last_progress > int64_t{timeout_ms_} * 1000000) {
-        return RemoteError(absl::StrCat("data socket ", q.socket + 1, ": no data for ", timeout_ms_,
-                                        " ms mid-message (TRIRACE_NET_TIMEOUT_MS): peer dead or hung"));
+      // A part that stalls fails only when the peer's host stops answering:
+      // a peer that is only stopped (or slow to post) is waited for.
+      if (MonotonicNs() - last_progress > int64_t{timeout_ms_} * 1000000) {
+        TRIRACE_RETURN_IF_ERROR(PeerAnswers(fd, timeout_ms_, absl::StrCat("data socket ", q.socket + 1)));
       }
       continue;
     }

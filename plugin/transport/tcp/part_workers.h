@@ -12,9 +12,10 @@
 // ordering; a caller that reads 0 with acquire ordering sees the bytes.
 //
 // The data sockets are switched to blocking mode with a short receive/send
-// timeout, so a thread notices a stop request or a stalled peer: a socket
-// error, an EOF, or (receive side) no byte for `timeout_ms` in the middle of
-// a part reports the status once through `on_failure` and stops the
+// timeout, so a thread notices a stop request or a lost peer: a socket
+// error, an EOF, or a part stalled for `timeout_ms` while the peer's host
+// no longer answers (peer_liveness.h; a stopped but alive peer is waited
+// for) reports the status once through `on_failure` and stops the
 // threads. Destruction shuts the sockets down (unblocking the threads),
 // joins them and drops queued parts, and logs (TRACE, NET) what share of
 // its life each thread spent waiting for a part to be queued and moving

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "plugin/transport/tcp/peer_liveness.h"
 
 namespace trirace::net::tcp {
 namespace {
@@ -99,17 +100,15 @@ absl::Status ConfigureDataSocket(int fd, const SocketOptions& options) {
     return SystemError("setsockopt(TCP_NODELAY)", errno);
   }
   if (options.timeout_ms > 0) {
-    // Unacknowledged data to a vanished host fails after the timeout; an
-    // alive receiver that merely stops reading keeps ACKing and is not hit.
-    unsigned int user_timeout = static_cast<unsigned int>(options.timeout_ms);
-    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
-    int idle = std::max(1, options.timeout_ms / 3000);
-    int interval = idle;
-    int count = 3;
+    // Keepalive probes an idle connection's peer, so PeerAnswers() can tell
+    // a host that is gone from a process that is only stopped.
+    // TCP_USER_TIMEOUT stays unset: it would also abort a connection to a
+    // stopped receiver whose window stays zero (peer_liveness.h).
+    KeepaliveTimes k = KeepaliveFor(options.timeout_ms);
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &k.idle_s, sizeof(k.idle_s));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &k.interval_s, sizeof(k.interval_s));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &k.count, sizeof(k.count));
   }
   if (options.rto_min_us > 0) {
     absl::StatusOr<int> set = SetRtoMin(fd, options.rto_min_us);

@@ -61,7 +61,7 @@ static_assert(sizeof(SockAddr) == 28, "SockAddr is part of the handle layout");
 // Traffic-class settings applied to every socket of a comm.
 struct SocketOptions {
   int traffic_class = -1;  // -1: leave the kernel defaults
-  int timeout_ms = 0;      // TCP_USER_TIMEOUT and keepalive; 0: kernel defaults
+  int timeout_ms = 0;      // keepalive probing (peer_liveness.h); 0: kernel defaults
   int rto_min_us = 0;      // TCP_RTO_MIN_US; 0: kernel setting
 };
 

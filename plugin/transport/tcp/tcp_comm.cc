@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "plugin/transport/tcp/peer_liveness.h"
 
 namespace trirace::net::tcp {
 namespace {
@@ -28,6 +29,8 @@ std::vector<int> DataFds(const std::vector<UniqueFd>& sockets) {
 }
 
 bool WouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK || err == EINTR; }
+
+constexpr int64_t kLivenessCheckMs = 100;  // TCP_INFO reads of an idle receive
 
 absl::Status ControlSocketError(absl::string_view what, int err) {
   if (err == EPIPE || err == ECONNRESET || err == ETIMEDOUT || err == ENOTCONN) {
@@ -182,13 +185,20 @@ absl::Status TcpSendComm::FlushControl() {
     ssize_t r = ::sendmsg(control_fd(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (r > 0) {
       o.sent += static_cast<uint64_t>(r);
+      blocked_since_ns_ = 0;
       if (o.sent == o.total) {
         o.req->inline_left = 0;
         outgoing_.pop_front();
       }
       continue;
     }
-    if (r < 0 && WouldBlock(errno)) return absl::OkStatus();
+    if (r < 0 && WouldBlock(errno)) {
+      // A full socket is a receiver that does not read yet; it fails only
+      // once the receiver's host stops answering (peer_liveness.h).
+      if (blocked_since_ns_ == 0) blocked_since_ns_ = MonotonicNs();
+      if (StalledTooLong(blocked_since_ns_)) return PeerAnswers(control_fd(), options_.timeout_ms, "control socket");
+      return absl::OkStatus();
+    }
     return ControlSocketError("send", r < 0 ? errno : EPIPE);
   }
   return absl::OkStatus();
@@ -356,6 +366,7 @@ absl::Status TcpRecvComm::ReadHeader(bool* complete) {
   if (r > 0) {
     header_read_ += static_cast<uint64_t>(r);
     partial_since_ns_ = header_read_ < sizeof(FrameHeader) ? MonotonicNs() : 0;
+    idle_since_ns_ = 0;
   } else if (r == 0) {
     // Messages whose header arrived before the close still complete; a
     // receive still waiting for a message fails in Test (Lost).
@@ -363,9 +374,18 @@ absl::Status TcpRecvComm::ReadHeader(bool* complete) {
     sender_closed_ = true;
     return absl::OkStatus();
   } else if (WouldBlock(errno)) {
-    if (StalledTooLong(partial_since_ns_)) {
-      return RemoteError(absl::StrCat("control socket: half a frame header and no data for ",
-                                      options_.timeout_ms, " ms (TRIRACE_NET_TIMEOUT_MS)"));
+    if (StalledTooLong(partial_since_ns_)) return PeerAnswers(control_fd(), options_.timeout_ms, "control socket");
+    // Receives wait and nothing comes: a sender still computing, or a host
+    // that is gone. Ask the kernel (at most every kLivenessCheckMs).
+    if (header_read_ == 0 && !posted_.empty()) {
+      const int64_t now = MonotonicNs();
+      if (idle_since_ns_ == 0) idle_since_ns_ = now;
+      if (StalledTooLong(idle_since_ns_) && now - last_liveness_check_ns_ > kLivenessCheckMs * 1000000) {
+        last_liveness_check_ns_ = now;
+        return PeerAnswers(control_fd(), options_.timeout_ms, "control socket");
+      }
+    } else {
+      idle_since_ns_ = 0;
     }
     return absl::OkStatus();
   } else {
@@ -452,10 +472,7 @@ absl::Status TcpRecvComm::ReadPayload(bool* complete) {
   if (r == 0) return RemoteError("the sender closed the connection mid-message");
   if (!WouldBlock(errno)) return ControlSocketError("recv", errno);
   if (partial_since_ns_ == 0) partial_since_ns_ = MonotonicNs();
-  if (StalledTooLong(partial_since_ns_)) {
-    return RemoteError(absl::StrCat("control socket: no data for ", options_.timeout_ms,
-                                    " ms mid-message (TRIRACE_NET_TIMEOUT_MS): peer dead or hung"));
-  }
+  if (StalledTooLong(partial_since_ns_)) return PeerAnswers(control_fd(), options_.timeout_ms, "control socket");
   return absl::OkStatus();
 }
 

@@ -14,8 +14,10 @@
 //    next request fail the same way. The comm is unusable afterwards.
 //  * At most kMaxRequests requests per comm; beyond that Isend/Irecv return
 //    a null request (retry later).
-//  * Peer loss (EOF, reset) fails pending requests with RemoteError; a
-//    message that stalls mid-transfer for timeout_ms does too. A sender that
+//  * Peer loss (EOF, reset) fails pending requests with RemoteError; so
+//    does a transfer stalled for timeout_ms whose peer's host no longer
+//    answers (peer_liveness.h). A peer that is alive but stopped (SIGSTOP,
+//    a debugger) is waited for, however long. A sender that
 //    closes cleanly fails nothing: every message whose frame header arrived
 //    before the EOF still completes; only a receive whose message never
 //    came (or a half-sent message) fails.
@@ -151,6 +153,7 @@ class TcpSendComm : public TcpComm {
 
   std::deque<Outgoing> outgoing_;
   unsigned calls_ = 0;
+  int64_t blocked_since_ns_ = 0;  // the control socket has been full since
 };
 
 class TcpRecvComm : public TcpComm {
@@ -182,6 +185,8 @@ class TcpRecvComm : public TcpComm {
   int64_t partial_since_ns_ = 0;  // a header or payload is half read
   bool sender_closed_ = false;    // EOF on the control socket after a whole frame
   int64_t head_waits_since_ns_ = 0;  // header_ is whole and no receive is posted for it
+  int64_t idle_since_ns_ = 0;         // receives are posted and no byte has come since
+  int64_t last_liveness_check_ns_ = 0;
   std::deque<TcpRequest*> posted_;  // receives with unmatched buffers, oldest first
 };
 
