@@ -15,13 +15,21 @@ void MarkRelease(GateTicket* t, sched::ReleaseReason reason) {
 
 void Arrive(GateTicket* t, uint32_t bit) {
   constexpr uint32_t kBoth = GateTicket::kReleased | GateTicket::kDone;
+  // The arriver that completes kBoth still reads the ticket after its bit
+  // is in, so it holds the ticket with one more bit until it is done; only
+  // the arriver that sets the last of all four frees it. (Freeing at the
+  // third bit let the watchdog free a ticket under TicketDone's Complete:
+  // a use after free that AddressSanitizer caught.)
+  constexpr uint32_t kCompleted = 8;
+  constexpr uint32_t kEvery = GateTicket::kAll | kCompleted;
   const uint32_t before = t->arrived.fetch_or(bit, std::memory_order_acq_rel);
-  const uint32_t after = before | bit;
+  uint32_t after = before | bit;
   if ((bit & kBoth) != 0 && (after & kBoth) == kBoth && (before & kBoth) != kBoth) {
     // Fails only for a task the engine already dropped at shutdown.
     t->launcher->engine().Complete(t->task, t->started_ns.load(std::memory_order_acquire)).IgnoreError();
+    after = t->arrived.fetch_or(kCompleted, std::memory_order_acq_rel) | kCompleted;
   }
-  if (after == GateTicket::kAll) delete t;
+  if (after == kEvery) delete t;
 }
 
 }  // namespace trirace::interpose

@@ -28,10 +28,11 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${TRIRACE_BUILD_DIR:-$root/build}
 jobs=$(nproc)
-export TRIRACE_BUILD_DIR="$build_dir"
+# Not exported: the tests must not see it (the Python package would look
+# for hostccl there first). The sanitizer scripts get it on their line.
 
 # The same configure as scripts/run.sh (build.sh): what run.sh built is reused.
-"$root/scripts/build.sh" "$@"
+TRIRACE_BUILD_DIR="$build_dir" "$root/scripts/build.sh" "$@"
 # The 60 s pause of the fault matrix (one more minute) only when asked.
 long_only=()
 [ "${TRIRACE_TEST_LONG:-0}" != "0" ] || long_only=(-E '^LongPause\.')
@@ -51,7 +52,7 @@ asan=${TRIRACE_TEST_ASAN:-1}
 if [ "$asan" != "0" ]; then
   echo "== AddressSanitizer + UndefinedBehaviorSanitizer + -Wthread-safety: every module in $build_dir-asan"
   if [ "$asan" = "all" ]; then
-    "$root/scripts/sanitizer-build.sh" address
+    TRIRACE_BUILD_DIR="$build_dir" "$root/scripts/sanitizer-build.sh" address
     env "${sanitizer_env[@]}" ctest --test-dir "$build_dir-asan" --output-on-failure -j "$jobs" --timeout 600 \
       -E "$release_only"
   else
@@ -66,13 +67,13 @@ if [ "$asan" != "0" ]; then
     replays=(params_fuzz_replay topology_fuzz_replay occupancy_fuzz_replay plugin_wire_fuzz_replay
              hwloc_xml_fuzz_replay replay_fuzz_replay)
     # The suites' targets bring what they load and launch (add_dependencies).
-    "$root/scripts/sanitizer-build.sh" address "${ci_suites[@]}" "${replays[@]}" plugin_tests
+    TRIRACE_BUILD_DIR="$build_dir" "$root/scripts/sanitizer-build.sh" address "${ci_suites[@]}" "${replays[@]}" plugin_tests
     ci_regex="^($(IFS='|'; echo "${ci_suites[*]}"))\$|^NetPlugin\\.|^fuzz\\."
     env "${sanitizer_env[@]}" ctest --test-dir "$build_dir-asan" --output-on-failure -j "$jobs" --timeout 600 \
       -R "$ci_regex"
   fi
   if [ "${TRIRACE_TEST_FUZZ:-1}" != "0" ]; then
-    "$root/scripts/fuzz.sh"
+    TRIRACE_BUILD_DIR="$build_dir" "$root/scripts/fuzz.sh"
   fi
 fi
 
@@ -83,7 +84,7 @@ if [ "${TRIRACE_TEST_TSAN:-0}" != "0" ]; then
   # suites (rings, movers, streams, the API across threads).
   tsan_suites=(scheduler_test interpose_gated_launcher_test hostccl_api_test hostccl_reduce_test
                hostccl_ring_ready_test hostccl_shm_test hostccl_stream_test)
-  "$root/scripts/sanitizer-build.sh" thread "${tsan_suites[@]}"
+  TRIRACE_BUILD_DIR="$build_dir" "$root/scripts/sanitizer-build.sh" thread "${tsan_suites[@]}"
   env "${sanitizer_env[@]}" ctest --test-dir "$build_dir-tsan" --output-on-failure -j "$jobs" --timeout 600 \
     -R "^($(IFS='|'; echo "${tsan_suites[*]}"))\$"
 fi

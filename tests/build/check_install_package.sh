@@ -32,7 +32,7 @@ fi
 pkg=$(find "$work/prefix" -path '*dist-packages/trirace/__init__.py' | head -n 1)
 [ -n "$pkg" ] || { echo "FAIL: the trirace Python package is not installed" >&2; exit 1; }
 if [ -e "$build_dir/hostccl/lib/libnccl.so.2" ] && command -v python3 >/dev/null; then
-  found=$(cd / && env -u TRIRACE_HOSTCCL_LIBRARY PATH=/usr/bin:/bin PYTHONPATH="$(dirname "$(dirname "$pkg")")" \
+  found=$(cd / && env -u TRIRACE_HOSTCCL_LIBRARY -u TRIRACE_BUILD_DIR PATH=/usr/bin:/bin PYTHONPATH="$(dirname "$(dirname "$pkg")")" \
           python3 -c 'from trirace import _nccl; print(_nccl.find_library())')
   case "$found" in
     "$work/prefix/"*hostccl/libnccl.so.2) ;;
