@@ -27,7 +27,7 @@ work="$fuzz_dir/fuzz-runs"
 mkdir -p "$work"
 printf '%-18s %10s %8s %8s %s\n' target execs cov ft corpus
 for t in "${targets[@]}"; do
-  bin=$(find "$fuzz_dir" -name "${t}_fuzz" -type f -perm -u+x | head -n 1)
+  bin=$(find "$fuzz_dir/" -name "${t}_fuzz" -type f -perm -u+x | head -n 1)
   [ -n "$bin" ] || { echo "fuzz: ${t}_fuzz was not built" >&2; exit 1; }
   found="$work/$t"  # new inputs land here, not in the repository's corpus
   mkdir -p "$found"
