@@ -47,20 +47,10 @@
 
 #include "nccl.h"
 #include "nccl_adapter/unique_id_text.h"
+#include "nccl_lookup.h"
 #include "trirace/trirace.h"
 
 namespace {
-
-template <typename Fn>
-Fn Lookup(void* handle, const char* name) {
-  void* p = dlsym(handle, name);
-  if (p == nullptr) {
-    std::fprintf(stderr, "bad_calls: %s not found\n", name);
-    std::exit(3);
-  }
-  return reinterpret_cast<Fn>(p);
-}
-#define NCCL(name) Lookup<decltype(&::name)>(RTLD_DEFAULT, #name)
 
 using StreamFn = ncclResult_t (*)(cudaStream_t);
 using StreamCreateFn = ncclResult_t (*)(cudaStream_t*);

@@ -21,20 +21,10 @@
 
 #include "nccl.h"
 #include "nccl_adapter/unique_id_text.h"
+#include "nccl_lookup.h"
 #include "trirace/trirace.h"
 
 namespace {
-
-template <typename Fn>
-Fn Lookup(void* handle, const char* name) {
-  void* p = dlsym(handle, name);
-  if (p == nullptr) {
-    std::fprintf(stderr, "peer_ranks: %s not found\n", name);
-    std::exit(3);
-  }
-  return reinterpret_cast<Fn>(p);
-}
-#define NCCL(name) Lookup<decltype(&::name)>(RTLD_DEFAULT, #name)
 
 using StreamCreateFn = ncclResult_t (*)(cudaStream_t*);
 using StreamSyncFn = ncclResult_t (*)(cudaStream_t);
