@@ -16,6 +16,7 @@ std::string_view ReleaseReasonName(ReleaseReason r) {
     case ReleaseReason::kMaxHold: return "max-hold";
     case ReleaseReason::kRandom: return "random";
     case ReleaseReason::kShutdown: return "shutdown";
+    case ReleaseReason::kRefused: return "refused";
   }
   return "?";
 }

@@ -75,6 +75,7 @@ enum class ReleaseReason : uint8_t {
   kMaxHold,       // held for TRIRACE_MAX_HOLD_US (policy rule or engine bound)
   kRandom,        // the adversarial test policy
   kShutdown,      // the engine was stopped with the task still held
+  kRefused,       // the real call failed: nothing of it is on the stream to hold
 };
 std::string_view ReleaseReasonName(ReleaseReason r);
 

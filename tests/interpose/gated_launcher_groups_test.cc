@@ -99,5 +99,30 @@ TEST_P(GatingOverFakeDevice, AGroupsLaterOpOnACapturedStreamIsLeftAlone) {
   EXPECT_EQ(sink_.started(), 2u);
 }
 
+// A refused call opens its gate at once (nothing of it is on the stream);
+// its record, finished when the stream passes that gate, can come before
+// the engine's release and must still carry the gate fields. (Found under
+// the sanitizers, whose slower engine thread let the stream win.)
+TEST_P(GatingOverFakeDevice, ARefusedCallsRecordCarriesItsGateWait) {
+  constexpr size_t kOps = 24;
+  for (size_t i = 0; i < kOps; ++i) {
+    AppOp& a = NewOp(NcclFunc::kAllReduce, static_cast<int>(i % 2), static_cast<int>(i % 2), 64);
+    a.fail_with = ncclInvalidArgument;
+    a.fail_chunk = 0;
+    Issue(i, 0);
+    EXPECT_EQ(a.returned, ncclInvalidArgument);
+  }
+  ASSERT_TRUE(dev_.Drain(absl::Seconds(30)));
+  EXPECT_EQ(nccl_.calls().size(), kOps);
+  const std::vector<TraceRecord> records = sink_.finished();
+  ASSERT_EQ(records.size(), kOps);
+  for (const TraceRecord& r : records) {
+    EXPECT_EQ(r.result, ncclInvalidArgument);
+    EXPECT_GE(r.gate_wait_ns, 0) << "seq " << r.seq << " of comm " << r.comm_index;
+    EXPECT_LE(r.gate_wait_ns, kHoldUs * 1000 + kSlackNs);
+    EXPECT_GE(r.release_reason, 1);
+  }
+}
+
 }  // namespace
 }  // namespace trirace::interpose::testing
