@@ -17,7 +17,8 @@ bool GateWordOpen(const device::GateBlock& gates, size_t index, uint32_t value) 
   return static_cast<int32_t>(gates.Value(index) - value) >= 0;
 }
 
-absl::StatusOr<std::unique_ptr<CommLane>> CommLane::Create(device::Device& dev, CommState* comm) {
+absl::StatusOr<std::unique_ptr<CommLane>> CommLane::Create(device::Device& dev, CommState* comm,
+                                                           std::unique_ptr<device::GateBlock> gates) {
   std::unique_ptr<CommLane> lane(new CommLane(dev, comm));
   absl::StatusOr<device::StreamHandle> stream = dev.CreateStream();
   if (!stream.ok()) return stream.status();
@@ -27,14 +28,23 @@ absl::StatusOr<std::unique_ptr<CommLane>> CommLane::Create(device::Device& dev, 
     if (!event.ok()) return event.status();
     *e = *event;
   }
-  absl::StatusOr<std::unique_ptr<device::GateBlock>> gates = dev.AllocateGates(kGateSlots);
-  if (!gates.ok()) return gates.status();
-  lane->gates_ = *std::move(gates);
+  if (gates != nullptr && gates->size() == kGateSlots) {
+    lane->gates_ = std::move(gates);
+    return lane;
+  }
+  absl::StatusOr<std::unique_ptr<device::GateBlock>> made = dev.AllocateGates(kGateSlots);
+  if (!made.ok()) return made.status();
+  lane->gates_ = *std::move(made);
   return lane;
 }
 
 CommLane::~CommLane() {
-  // Only reached when creation failed part way: nothing was enqueued yet.
+  // Reached when creation failed part way, or for an idle retired lane (on
+  // the watchdog's thread: the comm's device is made current). Destroying a
+  // stream or event never waits on either backend: work still queued behind
+  // D (the user streams' waits on E_done) runs as queued.
+  absl::StatusOr<device::CurrentDevice> current =
+      comm_->device >= 0 ? dev_.MakeCurrent(comm_->device) : absl::StatusOr<device::CurrentDevice>(device::CurrentDevice());
   if (in_event_ != nullptr) dev_.DestroyEvent(in_event_).IgnoreError();
   if (done_event_ != nullptr) dev_.DestroyEvent(done_event_).IgnoreError();
   if (stream_ != nullptr) dev_.DestroyStream(stream_).IgnoreError();
@@ -48,6 +58,17 @@ bool CommLane::AcquireGate(uint32_t* slot, uint32_t* value) {
   if (use >= kGateSlots && !GateWordOpen(*gates_, *slot, *value - 1)) return false;
   ++uses_;
   return true;
+}
+
+bool CommLane::Idle() {
+  if (live_tickets_.load(std::memory_order_acquire) != 0) return false;
+  absl::MutexLock lock(&watch_mu_);
+  return watch_.empty();
+}
+
+std::unique_ptr<device::GateBlock> CommLane::TakeGates() {
+  if (gates_ != nullptr) gates_->Reset();
+  return std::move(gates_);
 }
 
 void CommLane::Watch(const WatchEntry& e) {

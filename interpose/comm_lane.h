@@ -1,8 +1,9 @@
 // CommLane: the per-communicator machinery of the gated launch
 // (gated_launcher.h); the tickets that flow through it are in gate_ticket.h.
 //
-// A CommLane is created on a comm's first gated op and kept for the process
-// (CommState::lane). It owns the comm's dedicated stream D, two reusable
+// A CommLane is created on a comm's first gated op (CommState::lane). When
+// the comm is destroyed the launcher retires it, and frees it once idle: no
+// ticket of it alive (so no gate wait of it left on D) and nothing watched. It owns the comm's dedicated stream D, two reusable
 // events (a stream wait captures an event's recorded point at the time of the
 // wait, so one E_in and one E_done serve every op), and a ring of kGateSlots
 // gate words. Gate use n of the lane waits on word n % kGateSlots for value
@@ -49,8 +50,11 @@ class CommLane {
  public:
   static constexpr size_t kGateSlots = 1024;
 
-  // Creates D, the two events and the gate ring on `dev`.
-  static absl::StatusOr<std::unique_ptr<CommLane>> Create(device::Device& dev, CommState* comm);
+  // Creates D, the two events and the gate ring on `dev` (in the calling
+  // thread's current device, the comm's); `gates`, when given, is a ring
+  // of kGateSlots words of that device that no stream waits on (reused).
+  static absl::StatusOr<std::unique_ptr<CommLane>> Create(device::Device& dev, CommState* comm,
+                                                          std::unique_ptr<device::GateBlock> gates = nullptr);
   ~CommLane();
   CommLane(const CommLane&) = delete;
   CommLane& operator=(const CommLane&) = delete;
@@ -65,6 +69,17 @@ class CommLane {
   // Next gate use (mu held): false when its slot's previous use is still
   // closed (then the unit runs without a gate).
   bool AcquireGate(uint32_t* slot, uint32_t* value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
+  // Tickets of this lane not yet freed (gate_ticket.cc): counted up by the
+  // launcher when it makes one, down by the ticket's last arrival, which
+  // touches the lane no more after that.
+  void TicketMade() { live_tickets_.fetch_add(1, std::memory_order_relaxed); }
+  void TicketFreed() { live_tickets_.fetch_sub(1, std::memory_order_acq_rel); }
+  // No ticket alive and nothing watched: every gate wait queued on D has
+  // passed and nobody but the lane's owner refers to it.
+  bool Idle() ABSL_LOCKS_EXCLUDED(watch_mu_);
+  // Hands over the gate ring of an idle lane (zeroed), for the next lane.
+  std::unique_ptr<device::GateBlock> TakeGates();
 
   // The watch list (own lock).
   void Watch(const WatchEntry& e) ABSL_LOCKS_EXCLUDED(watch_mu_);
@@ -86,6 +101,7 @@ class CommLane {
   device::EventHandle done_event_ = nullptr;
   std::unique_ptr<device::GateBlock> gates_;
   uint64_t uses_ ABSL_GUARDED_BY(mu) = 0;
+  std::atomic<int64_t> live_tickets_{0};
 
   absl::Mutex watch_mu_;
   std::deque<WatchEntry> watch_ ABSL_GUARDED_BY(watch_mu_);

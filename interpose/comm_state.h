@@ -70,10 +70,12 @@ struct CommState {
   std::atomic<uint64_t> children{0};    // splits/shrinks issued on this comm
   std::atomic<bool> live{true};
   std::atomic<bool> summarized{false};
-  // Schedule mode: created on the comm's first gated op, kept for the process.
+  // Schedule mode: created on the comm's first gated op; reset when the comm
+  // is destroyed (the watchdog frees the lane once drained).
   std::atomic<CommLane*> lane{nullptr};
   // Tracking a device: the comm's completion watcher queue, made on its
-  // first watched op (StreamWatcher::Watch), kept for the process.
+  // first watched op (StreamWatcher::Watch), dropped when the comm is
+  // destroyed (StreamWatcher::Forget).
   std::atomic<WatchQueue*> watch_queue{nullptr};
   // Schedule mode: published once the peer exchange completed (op_links.h).
   std::atomic<const CommPeers*> peers{nullptr};

@@ -1,6 +1,7 @@
 #include "interpose/gate_ticket.h"
 
 #include "common/clock.h"
+#include "interpose/comm_lane.h"
 #include "interpose/gated_launcher.h"
 
 namespace trirace::interpose {
@@ -20,7 +21,7 @@ void Arrive(GateTicket* t, uint32_t bit) {
   // the arriver that sets the last of all four frees it. (Freeing at the
   // third bit let the watchdog free a ticket under TicketDone's Complete:
   // a use after free that AddressSanitizer caught.)
-  constexpr uint32_t kCompleted = 8;
+  constexpr uint32_t kCompleted = GateTicket::kCompleted;
   constexpr uint32_t kEvery = GateTicket::kAll | kCompleted;
   const uint32_t before = t->arrived.fetch_or(bit, std::memory_order_acq_rel);
   uint32_t after = before | bit;
@@ -29,7 +30,11 @@ void Arrive(GateTicket* t, uint32_t bit) {
     t->launcher->engine().Complete(t->task, t->started_ns.load(std::memory_order_acquire)).IgnoreError();
     after = t->arrived.fetch_or(kCompleted, std::memory_order_acq_rel) | kCompleted;
   }
-  if (after == kEvery) delete t;
+  if (after == kEvery) {
+    CommLane* lane = t->lane;
+    delete t;
+    if (lane != nullptr) lane->TicketFreed();  // last: a retired lane may go once this is 0
+  }
 }
 
 }  // namespace trirace::interpose

@@ -29,6 +29,9 @@ struct GateTicket {
   static constexpr uint32_t kDone = 2;      // the stream ran past the ticket's work
   static constexpr uint32_t kWatched = 4;   // the watchdog is done with it
   static constexpr uint32_t kAll = 7;
+  // Set by the arriver that completed kReleased | kDone once it has told the
+  // engine; the ticket is freed when kAll and this are in (Arrive).
+  static constexpr uint32_t kCompleted = 8;
 
   GatedLauncher* launcher = nullptr;
   CommLane* lane = nullptr;  // nullptr: no gate (P2P on the user stream)

@@ -8,9 +8,11 @@
 
 namespace trirace::interpose {
 
-GateWatchdog::GateWatchdog(int64_t floor_bound_ns, std::function<void(GateTicket*)> expired)
+GateWatchdog::GateWatchdog(int64_t floor_bound_ns, std::function<void(GateTicket*)> expired,
+                           std::function<void(std::unique_ptr<CommLane>)> free_lane)
     : coalesce_ns_(std::max<int64_t>(floor_bound_ns / 16, 1000)),
-      expired_(std::move(expired)) {}
+      expired_(std::move(expired)),
+      free_lane_(std::move(free_lane)) {}
 
 GateWatchdog::~GateWatchdog() { Stop(); }
 
@@ -36,6 +38,46 @@ void GateWatchdog::AddLane(CommLane* lane) {
   lanes_.push_back(lane);
 }
 
+void GateWatchdog::Retire(std::unique_ptr<CommLane> lane) {
+  absl::MutexLock lock(&mu_);
+  retiring_.push_back(std::move(lane));
+  if (sleeping_until_ == 0) {
+    dirty_ = true;
+  } else {
+    sleeping_until_ = std::min<int64_t>(sleeping_until_, MonotonicNs());  // wakes it to look
+  }
+}
+
+size_t GateWatchdog::retiring() const {
+  absl::MutexLock lock(&mu_);
+  return retiring_.size();
+}
+
+void GateWatchdog::FreeIdleLanes() {
+  std::vector<std::unique_ptr<CommLane>> idle;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = retiring_.begin(); it != retiring_.end();) {
+      if (!(*it)->Idle()) {
+        ++it;
+        continue;
+      }
+      lanes_.erase(std::remove(lanes_.begin(), lanes_.end(), it->get()), lanes_.end());
+      idle.push_back(std::move(*it));
+      it = retiring_.erase(it);
+    }
+  }
+  for (std::unique_ptr<CommLane>& lane : idle) {
+    { absl::MutexLock issuing(&lane->mu); }  // an issuer still inside (a use after destroy) is out
+    if (free_lane_) {
+      free_lane_(std::move(lane));
+    } else {
+      lane.reset();
+    }
+    lanes_freed_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 void GateWatchdog::Watch(CommLane* lane, GateTicket* ticket, int64_t call_ns, int64_t bound_ns) {
   const int64_t deadline = call_ns + bound_ns - bound_ns / 16;
   lane->Watch({deadline, ticket});
@@ -51,6 +93,7 @@ void GateWatchdog::Run() {
   mu_.Lock();
   while (!stop_) {
     const std::vector<CommLane*> lanes = lanes_;
+    const bool retiring = !retiring_.empty();
     sleeping_until_ = 0;  // awake: Watch() marks dirty_ instead of waking it
     dirty_ = false;
     mu_.Unlock();
@@ -61,6 +104,10 @@ void GateWatchdog::Run() {
         expired_(t);
         if (OpenGateWord(t->lane->gates(), t->slot, t->value)) opened_.fetch_add(1, std::memory_order_relaxed);
       }));
+    }
+    if (retiring) {
+      FreeIdleLanes();
+      next = std::min(next, MonotonicNs() + kRetirePollNs);
     }
     mu_.Lock();
     if (stop_) break;

@@ -4,6 +4,7 @@
 // gated_launch_group.cc.
 #include "interpose/gated_launcher.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -99,15 +100,16 @@ absl::StatusOr<std::unique_ptr<GatedLauncher>> GatedLauncher::Create(const RealN
   l->engine_ = *std::move(engine);
   l->engine_->SetTuningListener([sink](const sched::TuningChange& c) { ReportTuning(c, sink); });
   l->stamp_p2p_start_ = l->engine_->options().tuning.enabled && dev.inline_funcs();
+  GatedLauncher* self = l.get();
   if (ParamBool(ParamId::kPeerExchange)) {
-    GatedLauncher* self = l.get();
     l->exchange_ = std::make_unique<PeerExchange>(
         real, dev, [self](CommState& state, absl::StatusOr<std::vector<topo::PeerIdentity>> ranks) {
           self->PeersKnown(state, std::move(ranks));
         });
   }
   l->watchdog_ = std::make_unique<GateWatchdog>(
-      l->engine_->options().max_hold_ns, [](GateTicket* t) { MarkRelease(t, sched::ReleaseReason::kMaxHold); });
+      l->engine_->options().max_hold_ns, [](GateTicket* t) { MarkRelease(t, sched::ReleaseReason::kMaxHold); },
+      [self](std::unique_ptr<CommLane> lane) { self->FreeLane(std::move(lane)); });
   if (absl::Status s = l->watchdog_->Start(); !s.ok()) return s;
   topo::ChunkSettings& chunk = l->chunk_settings_;
   chunk.fixed_bytes = static_cast<uint64_t>(ParamInt(ParamId::kChunkBytes));
@@ -171,7 +173,15 @@ CommLane* GatedLauncher::LaneFor(CommState* state) {
   if (CommLane* l = state->lane.load(std::memory_order_acquire)) return l;
   absl::MutexLock lock(&lanes_mu_);
   if (CommLane* l = state->lane.load(std::memory_order_acquire)) return l;
-  absl::StatusOr<std::unique_ptr<CommLane>> lane = CommLane::Create(dev_, state);
+  std::unique_ptr<device::GateBlock> spare;
+  for (auto it = spare_gates_.begin(); it != spare_gates_.end(); ++it) {
+    if (it->first == state->device) {
+      spare = std::move(it->second);
+      spare_gates_.erase(it);
+      break;
+    }
+  }
+  absl::StatusOr<std::unique_ptr<CommLane>> lane = CommLane::Create(dev_, state, std::move(spare));
   if (!lane.ok()) {
     Fail(lane.status(), "creating the dedicated stream of a comm");
     return nullptr;
@@ -183,7 +193,30 @@ CommLane* GatedLauncher::LaneFor(CommState* state) {
   return l;
 }
 
+void GatedLauncher::CommRemoved(CommState* state) {
+  // After a failure a gate wait may be left on D without its ticket: the
+  // lane is kept.
+  if (failed()) return;
+  CommLane* lane = state->lane.exchange(nullptr, std::memory_order_acq_rel);
+  if (lane == nullptr) return;
+  absl::MutexLock lock(&lanes_mu_);
+  auto it = std::find_if(lanes_.begin(), lanes_.end(), [lane](const auto& l) { return l.get() == lane; });
+  if (it == lanes_.end()) return;
+  watchdog_->Retire(std::move(*it));
+  lanes_.erase(it);
+}
+
+void GatedLauncher::FreeLane(std::unique_ptr<CommLane> lane) {
+  const int device = lane->device();
+  std::unique_ptr<device::GateBlock> gates = lane->TakeGates();
+  lane.reset();
+  if (gates == nullptr) return;
+  absl::MutexLock lock(&lanes_mu_);
+  spare_gates_.emplace_back(device, std::move(gates));
+}
+
 GateTicket* GatedLauncher::NewTicket(CommLane* lane, CommState* state) {
+  if (lane != nullptr) lane->TicketMade();
   auto* t = new GateTicket;
   t->launcher = this;
   t->lane = lane;
@@ -287,6 +320,12 @@ GatedLauncher::Stats GatedLauncher::stats() const {
   s.ungated_tickets = ungated_tickets_.load(std::memory_order_relaxed);
   s.passthrough = passthrough_.load(std::memory_order_relaxed);
   s.watchdog_opens = watchdog_->opened();
+  s.lanes_retiring = watchdog_->retiring();
+  {
+    absl::MutexLock lock(&lanes_mu_);
+    s.lanes = lanes_.size() + s.lanes_retiring;
+  }
+  s.lanes_freed = watchdog_->lanes_freed();
   s.engine = engine_->stats();
   return s;
 }

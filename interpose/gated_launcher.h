@@ -108,6 +108,9 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
     uint64_t ungated_tickets = 0;  // P2P / P2P groups / gate ring full
     uint64_t passthrough = 0;    // ops issued as in observe mode
     uint64_t watchdog_opens = 0;
+    uint64_t lanes = 0;           // comms' lanes in use, retiring ones included
+    uint64_t lanes_retiring = 0;  // of destroyed comms, waiting for their work to drain
+    uint64_t lanes_freed = 0;
     sched::EngineStats engine;
   };
 
@@ -134,6 +137,10 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   // it: the comm's chunk size comes from the exchanged records, so it must
   // be known before the application's first operation on the comm.
   void CommsReady(std::span<CommState* const> states) override;
+  // Retires the comm's lane: the watchdog frees it (its stream, events and
+  // gate ring) once idle (gate_watchdog.h). Nothing is freed after the
+  // gated path failed (a gate wait may be left without its ticket then).
+  void CommRemoved(CommState* state) override;
   void Shutdown() override;
 
   // sched::GateOpener
@@ -171,6 +178,9 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   void StampStart(GateTicket* t, device::StreamHandle stream);
 
   GateTicket* NewTicket(CommLane* lane, CommState* state);
+  // An idle retired lane (the watchdog's thread): its gate ring is kept for
+  // the next lane of its device, the rest destroyed.
+  void FreeLane(std::unique_ptr<CommLane> lane) ABSL_LOCKS_EXCLUDED(lanes_mu_);
   // The task of `base` (an op of comm `state`); `links` as OpLinks::For
   // gives them for it unless given.
   sched::TaskSpec SpecFor(const TraceRecord& base, uint64_t bytes, const CommState* state) const;
@@ -223,8 +233,10 @@ class GatedLauncher final : public Launcher, public sched::GateOpener {
   std::atomic<bool> failed_{false};
   std::atomic<bool> shut_down_{false};
 
-  absl::Mutex lanes_mu_;  // lane creation
-  std::vector<std::unique_ptr<CommLane>> lanes_ ABSL_GUARDED_BY(lanes_mu_);
+  mutable absl::Mutex lanes_mu_;  // lane creation and retirement
+  std::vector<std::unique_ptr<CommLane>> lanes_ ABSL_GUARDED_BY(lanes_mu_);  // retired ones: the watchdog's
+  // Gate rings of freed lanes, by device ordinal, for the next lanes.
+  std::vector<std::pair<int, std::unique_ptr<device::GateBlock>>> spare_gates_ ABSL_GUARDED_BY(lanes_mu_);
 
   std::atomic<uint64_t> gated_tickets_{0};
   std::atomic<uint64_t> ungated_tickets_{0};

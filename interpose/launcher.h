@@ -90,6 +90,11 @@ class Launcher {
   // runs the peer exchange here (peer_exchange.h).
   virtual void CommsReady(std::span<CommState* const> /*states*/) {}
 
+  // `state`'s comm was destroyed or aborted (the real call succeeded). What
+  // the launcher keeps for the comm goes once its work has drained; the
+  // call itself never waits for that (an abort must not block).
+  virtual void CommRemoved(CommState* /*state*/) {}
+
   // trirace_iteration_begin() (feeds the scheduler's deadline rule).
   virtual void BeginIteration(int64_t /*iteration*/) {}
   // At process exit: opens every gate still closed and stops threads.

@@ -406,6 +406,12 @@ void Shim::OnCommRemoved(CommCall call, CommState* state, int64_t start_ns, nccl
     absl::MutexLock lock(&finalized_mutex_);
     finalized_[state->comm] = state;
   }
+  // The comm is gone: its lane and watch queue go once drained (CommState
+  // itself stays, for Find's callers and the exit summary).
+  if (call != CommCall::kFinalize && state != nullptr && result == ncclSuccess) {
+    if (launcher_ != nullptr) launcher_->CommRemoved(state);
+    if (watcher_ != nullptr) watcher_->Forget(state);
+  }
   RecordCommEvent(call, state, start_ns, result);
   if (state != nullptr && registry_.live() == 0) {
     LogSummaries(registry_, /*include_live=*/false);

@@ -68,6 +68,23 @@ absl::Status StreamWatcher::Watch(device::StreamHandle stream, CommState* comm, 
   return Queue(*q, stream, fn, arg);
 }
 
+void StreamWatcher::Forget(CommState* comm) {
+  comm->watch_queue.store(nullptr, std::memory_order_release);
+  std::unique_ptr<WatchQueue> q;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = watched_.find(std::make_pair(static_cast<const void*>(comm), comm->device));
+    if (it == watched_.end()) return;
+    q = std::move(it->second);
+    watched_.erase(it);
+  }
+  { absl::MutexLock queueing(&q->mu); }  // a Watch still between its record and its function is done
+  absl::StatusOr<device::CurrentDevice> current =
+      comm->device >= 0 ? dev_.MakeCurrent(comm->device) : absl::StatusOr<device::CurrentDevice>(device::CurrentDevice());
+  if (q->event != nullptr) dev_.DestroyEvent(q->event).IgnoreError();
+  if (q->stream != nullptr) dev_.DestroyStream(q->stream).IgnoreError();
+}
+
 size_t StreamWatcher::watcher_streams() const {
   absl::MutexLock lock(&mu_);
   return watched_.size();

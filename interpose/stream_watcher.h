@@ -23,7 +23,8 @@
 // A watcher stream and its event (a WatchQueue) are made on first use per
 // (key, device) and kept for the watcher's life (each Watch records the
 // event anew, so a stream handle the application destroys and makes again
-// is no problem). A comm caches its queue (CommState::watch_queue), so
+// is no problem), except a comm's, which Forget() drops when the comm is
+// destroyed. A comm caches its queue (CommState::watch_queue), so
 // watching a comm's op takes only that queue's lock, not the watcher's.
 // Do not watch a stream under graph capture: the event record would become
 // a node of the graph. On CUDA the watcher streams are made in the device's
@@ -79,6 +80,13 @@ class StreamWatcher {
   // comm == nullptr (an op of a comm the shim does not know): in
   // `stream`'s own order on the current device.
   absl::Status Watch(device::StreamHandle stream, CommState* comm, device::HostFn fn, void* arg);
+
+  // Drops `comm`'s queue (the comm was destroyed: nothing is watched in its
+  // order any more). Never waits: destroying a stream or event does not
+  // block on either backend, and the functions already queued still run.
+  // The caller guarantees no Watch on `comm` runs or follows (NCCL forbids
+  // using a comm during or after its destruction).
+  void Forget(CommState* comm) ABSL_LOCKS_EXCLUDED(mu_);
 
   // How many watcher streams exist (one per key and device).
   size_t watcher_streams() const;

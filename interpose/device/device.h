@@ -69,6 +69,12 @@ class GateBlock {
   }
   // The host address of word `index` (what hostccl waits on).
   uint32_t* host_word(size_t index) const { return words_ + index; }
+  // Zeroes every word, so a block no stream waits on any more serves as a
+  // new one (a freed comm's ring goes to the next comm: freeing
+  // page-locked memory on CUDA waits for the device).
+  void Reset() {
+    for (size_t i = 0; i < size_; ++i) std::atomic_ref<uint32_t>(words_[i]).store(0, std::memory_order_release);
+  }
 
  protected:
   GateBlock(uint32_t* words, size_t size) : words_(words), size_(size) {}

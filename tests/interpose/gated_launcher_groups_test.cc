@@ -124,5 +124,42 @@ TEST_P(GatingOverFakeDevice, ARefusedCallsRecordCarriesItsGateWait) {
   }
 }
 
+// ncclCommDestroy retires the comm's lane (its stream, events and gate
+// ring) without waiting; the watchdog frees it once its work has drained
+// and no gate of it is watched. Before this, every comm a job ever made
+// kept its lane.
+TEST_P(GatingOverFakeDevice, ADestroyedCommsLaneIsFreedOnceItsWorkHasDrained) {
+  const size_t big = 3 * kChunkBytes / sizeof(float);
+  NewOp(NcclFunc::kAllReduce, 0, 0, big);
+  NewOp(NcclFunc::kAllReduce, 1, 1, big);
+  Issue(0, 0);
+  Issue(1, 0);
+  EXPECT_EQ(launcher_->stats().lanes, 2u);
+  launcher_->CommRemoved(comms_[0].get());  // its chunks may still be held: it waits, it does not block
+  EXPECT_EQ(comms_[0]->lane.load(), nullptr);
+  EXPECT_NE(comms_[1]->lane.load(), nullptr);
+  ASSERT_TRUE(dev_.Drain(absl::Seconds(30)));
+  launcher_->CommRemoved(comms_[1].get());
+  // The watchdog lets go of the last gates at its next sweep (within the
+  // bound) and frees idle retired lanes at least every kRetirePollNs.
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (launcher_->stats().lanes_freed < 2 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+  const GatedLauncher::Stats stats = launcher_->stats();
+  EXPECT_EQ(stats.lanes, 0u);
+  EXPECT_EQ(stats.lanes_retiring, 0u);
+  EXPECT_EQ(stats.lanes_freed, 2u);
+  // A comm made afterwards (here: comm 0's state, its lane gone) gets a new
+  // lane on a freed ring.
+  NewOp(NcclFunc::kAllReduce, 0, 0, big);
+  Issue(2, 0);
+  ASSERT_TRUE(dev_.Drain(absl::Seconds(30)));
+  EXPECT_EQ(launcher_->stats().lanes, 1u);
+  for (size_t i = 0; i < 3; ++i) {
+    for (size_t k = 0; k < big; ++k) ASSERT_EQ(ops_[i].recv[k], 2 * ops_[i].send[k]) << "op " << i;
+  }
+  for (const FakeDevice::GateWait& w : dev_.gate_waits()) EXPECT_GE(w.passed_ns, 0) << "a gate never opened";
+  EXPECT_EQ(sink_.finished().size(), sink_.started());
+}
+
 }  // namespace
 }  // namespace trirace::interpose::testing

@@ -388,6 +388,74 @@ TEST(GateRing, WordsOnlyGrowAndASlotIsReusedOnlyOnceOpen) {
   EXPECT_TRUE(GateWordOpen(l.gates(), 0, 2));
 }
 
+// A destroyed comm's ring goes to the next comm's lane (freeing page-locked
+// memory on CUDA waits for the device): zeroed, so its gates close again.
+TEST(GateRing, AFreedLanesRingServesTheNextLaneAsNew) {
+  if (!std::filesystem::exists(HOSTCCL_LIBRARY)) GTEST_SKIP() << "hostccl is not built: " << HOSTCCL_LIBRARY;
+  void* h = dlopen(HOSTCCL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  auto dev = device::OpenHostDevice(h);
+  ASSERT_TRUE(dev.ok()) << dev.status();
+  CommState first_comm, next_comm;
+  auto first = CommLane::Create(**dev, &first_comm);
+  ASSERT_TRUE(first.ok()) << first.status();
+  {
+    absl::MutexLock hold(&(*first)->mu);
+    for (uint32_t i = 0; i < 5; ++i) {
+      uint32_t slot = 0, value = 0;
+      ASSERT_TRUE((*first)->AcquireGate(&slot, &value));
+      EXPECT_TRUE(OpenGateWord((*first)->gates(), slot, value));
+    }
+  }
+  ASSERT_TRUE((*first)->Idle());
+  const device::GateBlock* ring = &(*first)->gates();
+  std::unique_ptr<device::GateBlock> gates = (*first)->TakeGates();
+  first->reset();
+  ASSERT_EQ(gates.get(), ring);
+  auto next = CommLane::Create(**dev, &next_comm, std::move(gates));
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(&(*next)->gates(), ring) << "the ring was not reused";
+  absl::MutexLock hold(&(*next)->mu);
+  uint32_t slot = 0, value = 0;
+  ASSERT_TRUE((*next)->AcquireGate(&slot, &value));
+  EXPECT_EQ(slot, 0u);
+  EXPECT_EQ(value, 1u);
+  EXPECT_FALSE(GateWordOpen((*next)->gates(), slot, value)) << "a reused gate starts open";
+}
+
+// A retired lane is freed by the watchdog only once its last ticket is gone.
+TEST(GateWatchdog, FreesARetiredLaneOnceItsLastTicketIsGone) {
+  if (!std::filesystem::exists(HOSTCCL_LIBRARY)) GTEST_SKIP() << "hostccl is not built: " << HOSTCCL_LIBRARY;
+  void* h = dlopen(HOSTCCL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  auto dev = device::OpenHostDevice(h);
+  ASSERT_TRUE(dev.ok()) << dev.status();
+  CommState comm;
+  auto lane = CommLane::Create(**dev, &comm);
+  ASSERT_TRUE(lane.ok()) << lane.status();
+  absl::Notification freed;
+  GateWatchdog watchdog(20'000'000, [](GateTicket*) {}, [&](std::unique_ptr<CommLane> l) {
+    l.reset();
+    freed.Notify();
+  });
+  ASSERT_TRUE(watchdog.Start().ok());
+  watchdog.AddLane(lane->get());
+  auto* t = new GateTicket;
+  t->lane = lane->get();
+  t->lane->TicketMade();
+  watchdog.Retire(*std::move(lane));
+  EXPECT_EQ(watchdog.retiring(), 1u);
+  EXPECT_FALSE(freed.WaitForNotificationWithTimeout(absl::Milliseconds(5 * GateWatchdog::kRetirePollNs / 1'000'000)))
+      << "freed with a ticket alive";
+  // Its three arrivals free the ticket; the last lets go of the lane.
+  t->arrived.store(GateTicket::kReleased | GateTicket::kDone | GateTicket::kCompleted);
+  Arrive(t, GateTicket::kWatched);
+  EXPECT_TRUE(freed.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(watchdog.retiring(), 0u);
+  EXPECT_EQ(watchdog.lanes_freed(), 1u);
+  watchdog.Stop();
+}
+
 // The watchdog alone (no engine ever releases anything) opens a gate a
 // stream is blocked on, and stamps it as released at the bound.
 TEST(GateWatchdog, OpensAGateTheEngineNeverOpens) {
@@ -415,8 +483,8 @@ TEST(GateWatchdog, OpensAGateTheEngineNeverOpens) {
     absl::MutexLock hold(&(*lane)->mu);  // AcquireGate's contract
     ASSERT_TRUE((*lane)->AcquireGate(&t->slot, &t->value));
   }
-  // Released and done already, so the watchdog's arrival frees it.
-  t->arrived.store(GateTicket::kReleased | GateTicket::kDone);
+  // Released, done and completed already, so the watchdog's arrival frees it.
+  t->arrived.store(GateTicket::kReleased | GateTicket::kDone | GateTicket::kCompleted);
   absl::Notification passed;
   ASSERT_TRUE((*dev)->WaitGate((*lane)->stream(), (*lane)->gates(), t->slot, t->value).ok());
   ASSERT_TRUE((*dev)

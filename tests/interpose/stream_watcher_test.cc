@@ -11,6 +11,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
+#include "interpose/comm_state.h"
 #include "tests/interpose/fake_device.h"
 
 namespace trirace::interpose {
@@ -164,6 +165,28 @@ TEST_F(StreamWatcherTest, AStreamIsItsOwnKeyPerDevice) {
   ASSERT_TRUE(watcher_.Watch(streams_[0], nullptr, 1, &RunCall, &c).ok());
   for (Call* call : {&a, &b, &c}) ASSERT_TRUE(call->ran.WaitForNotificationWithTimeout(absl::Seconds(30)));
   EXPECT_EQ(watcher_.watcher_streams(), 2u);
+}
+
+// A destroyed comm's queue goes (a job that makes and destroys comms kept
+// a stream and an event per comm it ever had); what was queued has run,
+// and the comm's cached queue is gone with it.
+TEST_F(StreamWatcherTest, ForgetDropsADestroyedCommsQueue) {
+  CommState a, b;
+  a.device = b.device = 0;
+  Call first(&log_, "a");
+  Call other(&log_, "b");
+  ASSERT_TRUE(watcher_.Watch(streams_[0], &a, &RunCall, &first).ok());
+  ASSERT_TRUE(watcher_.Watch(streams_[1], &b, &RunCall, &other).ok());
+  EXPECT_EQ(watcher_.watcher_streams(), 2u);
+  ASSERT_TRUE(first.ran.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  watcher_.Forget(&a);
+  EXPECT_EQ(watcher_.watcher_streams(), 1u);
+  EXPECT_EQ(a.watch_queue.load(), nullptr);
+  watcher_.Forget(&a);  // twice: nothing left to drop
+  EXPECT_EQ(watcher_.watcher_streams(), 1u);
+  ASSERT_TRUE(other.ran.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  watcher_.Forget(&b);
+  EXPECT_EQ(watcher_.watcher_streams(), 0u);
 }
 
 }  // namespace
