@@ -28,6 +28,8 @@
 #include <chrono>
 #include <thread>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/clock.h"
@@ -357,16 +359,31 @@ TEST_F(GatingTest, HybridExampleUnderEveryPolicyMatchesModeOff) {
   }
 }
 
-TEST(GateRing, WordsOnlyGrowAndASlotIsReusedOnlyOnceOpen) {
-  if (!std::filesystem::exists(HOSTCCL_LIBRARY)) GTEST_SKIP() << "hostccl is not built: " << HOSTCCL_LIBRARY;
-  void* h = dlopen(HOSTCCL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(h, nullptr) << dlerror();
-  auto dev = device::OpenHostDevice(h);
-  ASSERT_TRUE(dev.ok()) << dev.status();
-  CommState comm;
-  auto lane = CommLane::Create(**dev, &comm);
-  ASSERT_TRUE(lane.ok()) << lane.status();
-  CommLane& l = **lane;
+// A comm's lane on hostccl's device, for the gate ring and watchdog tests
+// (skipped when hostccl is not built).
+class LaneOnHostccl : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(HOSTCCL_LIBRARY)) GTEST_SKIP() << "hostccl is not built: " << HOSTCCL_LIBRARY;
+    void* h = dlopen(HOSTCCL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(h, nullptr) << dlerror();
+    absl::StatusOr<std::unique_ptr<device::Device>> dev = device::OpenHostDevice(h);
+    ASSERT_TRUE(dev.ok()) << dev.status();
+    dev_ = *std::move(dev);
+    absl::StatusOr<std::unique_ptr<CommLane>> lane = CommLane::Create(*dev_, &comm_);
+    ASSERT_TRUE(lane.ok()) << lane.status();
+    lane_ = *std::move(lane);
+  }
+
+  std::unique_ptr<device::Device> dev_;
+  CommState comm_;
+  std::unique_ptr<CommLane> lane_;
+};
+using GateRing = LaneOnHostccl;
+using Watchdog = LaneOnHostccl;
+
+TEST_F(GateRing, WordsOnlyGrowAndASlotIsReusedOnlyOnceOpen) {
+  CommLane& l = *lane_;
   absl::MutexLock hold(&l.mu);  // AcquireGate's contract (the issue path holds it)
   std::vector<std::pair<uint32_t, uint32_t>> uses;
   for (size_t i = 0; i < CommLane::kGateSlots; ++i) {
@@ -390,29 +407,22 @@ TEST(GateRing, WordsOnlyGrowAndASlotIsReusedOnlyOnceOpen) {
 
 // A destroyed comm's ring goes to the next comm's lane (freeing page-locked
 // memory on CUDA waits for the device): zeroed, so its gates close again.
-TEST(GateRing, AFreedLanesRingServesTheNextLaneAsNew) {
-  if (!std::filesystem::exists(HOSTCCL_LIBRARY)) GTEST_SKIP() << "hostccl is not built: " << HOSTCCL_LIBRARY;
-  void* h = dlopen(HOSTCCL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(h, nullptr) << dlerror();
-  auto dev = device::OpenHostDevice(h);
-  ASSERT_TRUE(dev.ok()) << dev.status();
-  CommState first_comm, next_comm;
-  auto first = CommLane::Create(**dev, &first_comm);
-  ASSERT_TRUE(first.ok()) << first.status();
+TEST_F(GateRing, AFreedLanesRingServesTheNextLaneAsNew) {
   {
-    absl::MutexLock hold(&(*first)->mu);
+    absl::MutexLock hold(&lane_->mu);
     for (uint32_t i = 0; i < 5; ++i) {
       uint32_t slot = 0, value = 0;
-      ASSERT_TRUE((*first)->AcquireGate(&slot, &value));
-      EXPECT_TRUE(OpenGateWord((*first)->gates(), slot, value));
+      ASSERT_TRUE(lane_->AcquireGate(&slot, &value));
+      EXPECT_TRUE(OpenGateWord(lane_->gates(), slot, value));
     }
   }
-  ASSERT_TRUE((*first)->Idle());
-  const device::GateBlock* ring = &(*first)->gates();
-  std::unique_ptr<device::GateBlock> gates = (*first)->TakeGates();
-  first->reset();
+  ASSERT_TRUE(lane_->Idle());
+  const device::GateBlock* ring = &lane_->gates();
+  std::unique_ptr<device::GateBlock> gates = lane_->TakeGates();
+  lane_.reset();
   ASSERT_EQ(gates.get(), ring);
-  auto next = CommLane::Create(**dev, &next_comm, std::move(gates));
+  CommState next_comm;
+  auto next = CommLane::Create(*dev_, &next_comm, std::move(gates));
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_EQ(&(*next)->gates(), ring) << "the ring was not reused";
   absl::MutexLock hold(&(*next)->mu);
@@ -424,26 +434,18 @@ TEST(GateRing, AFreedLanesRingServesTheNextLaneAsNew) {
 }
 
 // A retired lane is freed by the watchdog only once its last ticket is gone.
-TEST(GateWatchdog, FreesARetiredLaneOnceItsLastTicketIsGone) {
-  if (!std::filesystem::exists(HOSTCCL_LIBRARY)) GTEST_SKIP() << "hostccl is not built: " << HOSTCCL_LIBRARY;
-  void* h = dlopen(HOSTCCL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(h, nullptr) << dlerror();
-  auto dev = device::OpenHostDevice(h);
-  ASSERT_TRUE(dev.ok()) << dev.status();
-  CommState comm;
-  auto lane = CommLane::Create(**dev, &comm);
-  ASSERT_TRUE(lane.ok()) << lane.status();
+TEST_F(Watchdog, FreesARetiredLaneOnceItsLastTicketIsGone) {
   absl::Notification freed;
   GateWatchdog watchdog(20'000'000, [](GateTicket*) {}, [&](std::unique_ptr<CommLane> l) {
     l.reset();
     freed.Notify();
   });
   ASSERT_TRUE(watchdog.Start().ok());
-  watchdog.AddLane(lane->get());
+  watchdog.AddLane(lane_.get());
   auto* t = new GateTicket;
-  t->lane = lane->get();
+  t->lane = lane_.get();
   t->lane->TicketMade();
-  watchdog.Retire(*std::move(lane));
+  watchdog.Retire(std::move(lane_));
   EXPECT_EQ(watchdog.retiring(), 1u);
   EXPECT_FALSE(freed.WaitForNotificationWithTimeout(absl::Milliseconds(5 * GateWatchdog::kRetirePollNs / 1'000'000)))
       << "freed with a ticket alive";
@@ -458,15 +460,7 @@ TEST(GateWatchdog, FreesARetiredLaneOnceItsLastTicketIsGone) {
 
 // The watchdog alone (no engine ever releases anything) opens a gate a
 // stream is blocked on, and stamps it as released at the bound.
-TEST(GateWatchdog, OpensAGateTheEngineNeverOpens) {
-  if (!std::filesystem::exists(HOSTCCL_LIBRARY)) GTEST_SKIP() << "hostccl is not built: " << HOSTCCL_LIBRARY;
-  void* h = dlopen(HOSTCCL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(h, nullptr) << dlerror();
-  auto dev = device::OpenHostDevice(h);
-  ASSERT_TRUE(dev.ok()) << dev.status();
-  CommState comm;
-  auto lane = CommLane::Create(**dev, &comm);
-  ASSERT_TRUE(lane.ok()) << lane.status();
+TEST_F(Watchdog, OpensAGateTheEngineNeverOpens) {
   constexpr int64_t kBoundNs = 20'000'000;
   std::atomic<int> expired{0};
   GateWatchdog watchdog(kBoundNs, [&](GateTicket* t) {
@@ -474,31 +468,32 @@ TEST(GateWatchdog, OpensAGateTheEngineNeverOpens) {
     ++expired;
   });
   ASSERT_TRUE(watchdog.Start().ok());
-  watchdog.AddLane(lane->get());
+  watchdog.AddLane(lane_.get());
 
   auto* t = new GateTicket;
-  t->lane = lane->get();
+  t->lane = lane_.get();
   t->gated = true;
+  t->lane->TicketMade();
   {
-    absl::MutexLock hold(&(*lane)->mu);  // AcquireGate's contract
-    ASSERT_TRUE((*lane)->AcquireGate(&t->slot, &t->value));
+    absl::MutexLock hold(&lane_->mu);  // AcquireGate's contract
+    ASSERT_TRUE(lane_->AcquireGate(&t->slot, &t->value));
   }
   // Released, done and completed already, so the watchdog's arrival frees it.
   t->arrived.store(GateTicket::kReleased | GateTicket::kDone | GateTicket::kCompleted);
   absl::Notification passed;
-  ASSERT_TRUE((*dev)->WaitGate((*lane)->stream(), (*lane)->gates(), t->slot, t->value).ok());
-  ASSERT_TRUE((*dev)
-                  ->LaunchHostFunc((*lane)->stream(), [](void* n) { static_cast<absl::Notification*>(n)->Notify(); },
-                                   &passed)
-                  .ok());
+  ASSERT_TRUE(dev_->WaitGate(lane_->stream(), lane_->gates(), t->slot, t->value).ok());
+  ASSERT_TRUE(
+      dev_->LaunchHostFunc(lane_->stream(), [](void* n) { static_cast<absl::Notification*>(n)->Notify(); }, &passed)
+          .ok());
   const int64_t call = MonotonicNs();
-  watchdog.Watch(lane->get(), t, call, kBoundNs);
+  watchdog.Watch(lane_.get(), t, call, kBoundNs);
   ASSERT_TRUE(passed.WaitForNotificationWithTimeout(absl::Seconds(30))) << "the gate never opened";
   const int64_t waited = MonotonicNs() - call;
   EXPECT_EQ(expired.load(), 1);
   EXPECT_EQ(watchdog.opened(), 1u);
   EXPECT_GE(waited, kBoundNs - kBoundNs / 16) << "opened before its deadline";
   watchdog.Stop();
+  EXPECT_TRUE(lane_->Idle()) << "the ticket was not freed";
 }
 
 TEST(ExcludedRoles, ParsesRoleNamesAndReportsUnknownOnes) {
