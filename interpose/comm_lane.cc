@@ -17,6 +17,11 @@ bool GateWordOpen(const device::GateBlock& gates, size_t index, uint32_t value) 
   return static_cast<int32_t>(gates.Value(index) - value) >= 0;
 }
 
+bool ReleaseGate(GateTicket* t, sched::ReleaseReason reason) {
+  MarkRelease(t, reason);
+  return OpenGateWord(t->lane->gates(), t->slot, t->value);
+}
+
 absl::StatusOr<std::unique_ptr<CommLane>> CommLane::Create(device::Device& dev, CommState* comm,
                                                            std::unique_ptr<device::GateBlock> gates) {
   std::unique_ptr<CommLane> lane(new CommLane(dev, comm));

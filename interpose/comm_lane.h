@@ -39,6 +39,10 @@ namespace trirace::interpose {
 bool OpenGateWord(const device::GateBlock& gates, size_t index, uint32_t value);
 // True when word `index` is open for `value`.
 bool GateWordOpen(const device::GateBlock& gates, size_t index, uint32_t value);
+// Opens gated ticket `t`'s gate for `reason`: stamps the release
+// (MarkRelease) first, so whatever runs once the stream passes the gate
+// (the record's completion) finds it stamped. False when already open.
+bool ReleaseGate(GateTicket* t, sched::ReleaseReason reason);
 
 // One gate the watchdog must see open by `deadline_ns`.
 struct WatchEntry {

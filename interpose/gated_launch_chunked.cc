@@ -53,13 +53,9 @@ ncclResult_t GatedLauncher::LaunchGated(const Op& op, CommLane& lane, const Trac
     rec.chunk_count = static_cast<int32_t>(n);
     t->records.push_back(rec);
     // The real library refused the call (a bad root, reduction op, ...):
-    // nothing of it is on the stream, so its gate holds nothing back. The
-    // release is marked first: the record is finished once the stream
-    // passes the gate, which can be before the engine releases the task.
-    if (r != ncclSuccess && t->gated) {
-      MarkRelease(t, sched::ReleaseReason::kRefused);
-      OpenGateWord(lane.gates(), t->slot, t->value);
-    }
+    // nothing of it is on the stream, so its gate holds nothing back (the
+    // record may be finished before the engine releases the task).
+    if (r != ncclSuccess && t->gated) ReleaseGate(t, sched::ReleaseReason::kRefused);
     if (absl::Status s = watcher_.Watch(lane.stream(), op.state, &TicketDoneCallback, t); !s.ok()) {
       Fail(s, "queueing a completion callback");
       TicketDone(t);

@@ -259,10 +259,7 @@ bool GatedLauncher::Submit(GateTicket* t, sched::TaskSpec spec, int64_t call_ns)
 void GatedLauncher::OpenGate(const sched::ReleasedTask& task) {
   auto* t = reinterpret_cast<GateTicket*>(task.cookie);
   if (t == nullptr) return;
-  if (t->gated) {
-    MarkRelease(t, task.reason);
-    OpenGateWord(t->lane->gates(), t->slot, t->value);
-  }
+  if (t->gated) ReleaseGate(t, task.reason);
   Arrive(t, GateTicket::kReleased);
 }
 

@@ -46,7 +46,6 @@
 #include <vector>
 
 #include "nccl.h"
-#include "nccl_adapter/unique_id_text.h"
 #include "nccl_lookup.h"
 #include "trirace/trirace.h"
 
@@ -396,24 +395,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: bad_calls --lib LIB --rank R --nranks N --case NAME [--uid HEX]\n");
     return 2;
   }
-  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL);
-  if (h == nullptr) {
-    std::fprintf(stderr, "bad_calls: cannot load %s: %s\n", lib.c_str(), dlerror());
-    return 3;
-  }
+  void* h = LoadRankLibrary(lib);
   if (which == "real") return CaseReal();
   g_stream_create = Lookup<StreamCreateFn>(h, "hostcclStreamCreate");
   g_stream_sync = Lookup<StreamFn>(h, "hostcclStreamSynchronize");
   g_stream_destroy = Lookup<StreamFn>(h, "hostcclStreamDestroy");
 
   ncclUniqueId id;
-  if (uid.empty()) {
-    if (NCCL(ncclGetUniqueId)(&id) != ncclSuccess) return 4;
-    std::printf("uid %s\n", trirace::UniqueIdToHex(id).c_str());
-    std::fflush(stdout);
-  } else if (!trirace::UniqueIdFromHex(uid, &id)) {
-    return 2;
-  }
+  if (const int rc = RankUniqueId(uid, &id); rc != 0) return rc;
   ncclComm_t world = nullptr;
   const ncclResult_t init = NCCL(ncclCommInitRank)(&world, g_nranks, id, g_rank);
   std::printf("init rc=%d\n", init);

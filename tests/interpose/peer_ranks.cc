@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "nccl.h"
-#include "nccl_adapter/unique_id_text.h"
 #include "nccl_lookup.h"
 #include "trirace/trirace.h"
 
@@ -95,22 +94,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: peer_ranks --lib LIB --rank R --nranks N [--uid HEX]\n");
     return 2;
   }
-  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL);
-  if (h == nullptr) {
-    std::fprintf(stderr, "peer_ranks: cannot load %s: %s\n", lib.c_str(), dlerror());
-    return 3;
-  }
+  void* h = LoadRankLibrary(lib);
   g_stream_create = Lookup<StreamCreateFn>(h, "hostcclStreamCreate");
   g_stream_sync = Lookup<StreamSyncFn>(h, "hostcclStreamSynchronize");
 
   ncclUniqueId id;
-  if (uid.empty()) {
-    if (NCCL(ncclGetUniqueId)(&id) != ncclSuccess) return 4;
-    std::printf("uid %s\n", trirace::UniqueIdToHex(id).c_str());
-    std::fflush(stdout);
-  } else if (!trirace::UniqueIdFromHex(uid, &id)) {
-    return 2;
-  }
+  if (const int rc = RankUniqueId(uid, &id); rc != 0) return rc;
   bool ok = true;
   ncclComm_t world = nullptr;
   if (NCCL(ncclCommInitRank)(&world, nranks, id, rank) != ncclSuccess) return 5;

@@ -35,7 +35,6 @@
 
 #include "nccl.h"
 #include "common/hash.h"
-#include "nccl_adapter/unique_id_text.h"
 #include "nccl_lookup.h"
 #include "trirace/trirace.h"
 
@@ -189,22 +188,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: random_ranks --lib LIB --rank R --nranks N --seed S --ops K [--uid HEX]\n");
     return 2;
   }
-  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL);
-  if (h == nullptr) {
-    std::fprintf(stderr, "random_ranks: cannot load %s: %s\n", lib.c_str(), dlerror());
-    return 3;
-  }
+  void* h = LoadRankLibrary(lib);
   g_stream_create = Lookup<StreamCreateFn>(h, "hostcclStreamCreate");
   g_stream_sync = Lookup<StreamSyncFn>(h, "hostcclStreamSynchronize");
 
   ncclUniqueId id;
-  if (uid.empty()) {
-    if (NCCL(ncclGetUniqueId)(&id) != ncclSuccess) return 4;
-    std::printf("uid %s\n", trirace::UniqueIdToHex(id).c_str());
-    std::fflush(stdout);
-  } else if (!trirace::UniqueIdFromHex(uid, &id)) {
-    return 2;
-  }
+  if (const int rc = RankUniqueId(uid, &id); rc != 0) return rc;
 
   std::mt19937_64 plan(seed);
   const int extra = 1 + static_cast<int>(plan() % 3);  // 2-4 comms in all

@@ -106,6 +106,17 @@ Env WarnEnv(const std::string& tag) {
   return env;
 }
 
+// Loads `lib` as NCCL_NET_PLUGIN naming a path would (the loader itself,
+// not through the net plugin), with the shim's log lines in `lines`.
+absl::StatusOr<trirace::net::NetPlugin> LoadLogged(const std::string& lib, std::vector<std::string>* lines) {
+  g_lines = lines;
+  trirace::log::ReconfigureForTesting();
+  trirace::log::SetSink(&RecordingSink, nullptr);
+  absl::StatusOr<trirace::net::NetPlugin> loaded = trirace::net::LoadNetPlugin({lib});
+  trirace::log::SetSink(nullptr, nullptr);
+  return loaded;
+}
+
 // TRIRACE_NET_INNER = `inner`: the net plugin loads it at Init; the lines
 // NCCL's logger got, with Init's result and the inner plugin's first device.
 void InitWrapped(const std::string& inner, std::vector<std::string>* lines) {
@@ -155,12 +166,8 @@ TEST(NetPluginLoader, LoadingFromAWorldWritableFolderWarnsOnceAndLoads) {
   const PluginInFolder plugin(kWorldWritable);
   const int code = RunInChild(WarnEnv("ww-direct"), [&] {
     std::vector<std::string> lines;
-    g_lines = &lines;
-    trirace::log::ReconfigureForTesting();
-    trirace::log::SetSink(&RecordingSink, nullptr);
     // As NCCL_NET_PLUGIN names one: a path, then libnccl-net-<name>.so.
-    absl::StatusOr<trirace::net::NetPlugin> loaded = trirace::net::LoadNetPlugin({plugin.lib()});
-    trirace::log::SetSink(nullptr, nullptr);
+    absl::StatusOr<trirace::net::NetPlugin> loaded = LoadLogged(plugin.lib(), &lines);
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     EXPECT_EQ(loaded->api->version(), 11) << "the newest table";
     EXPECT_EQ(WarningsNaming(lines, plugin.folder()).size(), 1u) << absl::StrJoin(lines, "\n");
@@ -174,11 +181,7 @@ TEST(NetPluginLoader, ALinkInAWorldWritableFolderWarnsToo) {
   const PluginInFolder plugin(kWorldWritable, /*as_link=*/true);
   const int code = RunInChild(WarnEnv("ww-link"), [&] {
     std::vector<std::string> lines;
-    g_lines = &lines;
-    trirace::log::ReconfigureForTesting();
-    trirace::log::SetSink(&RecordingSink, nullptr);
-    absl::StatusOr<trirace::net::NetPlugin> loaded = trirace::net::LoadNetPlugin({plugin.lib()});
-    trirace::log::SetSink(nullptr, nullptr);
+    absl::StatusOr<trirace::net::NetPlugin> loaded = LoadLogged(plugin.lib(), &lines);
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     EXPECT_EQ(WarningsNaming(lines, plugin.folder()).size(), 1u) << absl::StrJoin(lines, "\n");
   });
