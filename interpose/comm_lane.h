@@ -2,8 +2,9 @@
 // (gated_launcher.h); the tickets that flow through it are in gate_ticket.h.
 //
 // A CommLane is created on a comm's first gated op (CommState::lane). When
-// the comm is destroyed the launcher retires it, and frees it once idle: no
-// ticket of it alive (so no gate wait of it left on D) and nothing watched. It owns the comm's dedicated stream D, two reusable
+// the comm is destroyed the launcher retires it to the watchdog, which frees
+// it once idle: no ticket of it alive (so no gate wait of it left on D) and
+// nothing watched. It owns the comm's dedicated stream D, two reusable
 // events (a stream wait captures an event's recorded point at the time of the
 // wait, so one E_in and one E_done serve every op), and a ring of kGateSlots
 // gate words. Gate use n of the lane waits on word n % kGateSlots for value

@@ -21,10 +21,11 @@
 // comm's work; and not in a completion callback, which may not call the
 // device's API (a CUDA host function may not).
 //
-// Thread safety: Watch(), AddLane(), Retire() and Stop() from any thread. mu_ guards the lane
-// list and the thread's sleep state; a Watch() that moves the earliest
-// deadline forward changes sleeping_until_, which the sleeping thread's
-// wait condition sees when mu_ is released (no separate notify).
+// Thread safety: Watch(), AddLane(), Retire() and Stop() from any thread.
+// mu_ guards the lane lists and the thread's sleep state; a Watch() that
+// moves the earliest deadline forward changes sleeping_until_, which the
+// sleeping thread's wait condition sees when mu_ is released (no separate
+// notify).
 #ifndef TRIRACE_INTERPOSE_GATE_WATCHDOG_H_
 #define TRIRACE_INTERPOSE_GATE_WATCHDOG_H_
 
