@@ -28,7 +28,7 @@ TEST(NetPluginBadInput, GarbageHandleIsRejectedBeforeAnyConnect) {
     auto net = NetPlugin::Load(PluginPath(), 11);
     ASSERT_NE(net, nullptr);
     ASSERT_EQ(net->Init(), ncclSuccess);
-    int fds = CountOpenFds();
+    const std::vector<std::string> sockets = OpenSockets();
     std::mt19937 rng(7);
     char handle[NCCL_NET_HANDLE_MAXSIZE];
     for (char& c : handle) c = static_cast<char>(rng());
@@ -45,7 +45,7 @@ TEST(NetPluginBadInput, GarbageHandleIsRejectedBeforeAnyConnect) {
     std::memset(tampered, 0, sizeof(tampered));
     EXPECT_EQ(net->Connect(0, tampered, &sc), ncclInvalidArgument);
     EXPECT_EQ(net->CloseListen(lc), ncclSuccess);
-    EXPECT_EQ(CountOpenFds(), fds) << "a socket was made for a garbage handle";
+    EXPECT_EQ(OpenSockets(), sockets) << "a socket was made for a garbage handle";
   });
   EXPECT_EQ(code, 0);
 }

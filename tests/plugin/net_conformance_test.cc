@@ -231,7 +231,7 @@ TEST_P(ConformanceTest, CloseInEveryState) {
     auto net = NetPlugin::Load(PluginPath(), GetParam().version);
     ASSERT_NE(net, nullptr);
     ASSERT_EQ(net->Init(), ncclSuccess);
-    int base_fds = CountOpenFds();
+    const std::vector<std::string> base_sockets = OpenSockets();
     char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
     // A listener closed before anything connected.
     void* lonely = nullptr;
@@ -266,7 +266,7 @@ TEST_P(ConformanceTest, CloseInEveryState) {
       ASSERT_TRUE(peer.Barrier());
       ASSERT_TRUE(peer.Barrier());
     }
-    EXPECT_EQ(CountOpenFds(), base_fds) << "fds leaked by closed comms";
+    EXPECT_EQ(OpenSockets(), base_sockets) << "sockets leaked by closed comms";
     EXPECT_EQ(net->Finalize(), ncclSuccess);
   });
   ASSERT_EQ(codes.size(), 2u);

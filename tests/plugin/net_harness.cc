@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <chrono>
@@ -18,6 +19,8 @@
 #include <cstring>
 #include <thread>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "trirace/occupancy.h"
 
@@ -342,16 +345,22 @@ bool CheckPattern(const void* data, size_t len, uint32_t seed) {
   return true;
 }
 
-int CountOpenFds() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] != '.') ++n;
-    }
-    closedir(d);
-    --n;  // the directory stream itself
+std::vector<std::string> OpenSockets() {
+  std::vector<std::pair<int, std::string>> found;
+  DIR* d = opendir("/proc/self/fd");
+  if (d == nullptr) return {"(cannot list /proc/self/fd)"};
+  while (dirent* e = readdir(d)) {
+    int fd = atoi(e->d_name);
+    if (e->d_name[0] == '.' || fd == dirfd(d)) continue;
+    char target[256] = {};
+    ssize_t len = readlink(absl::StrCat("/proc/self/fd/", e->d_name).c_str(), target, sizeof(target) - 1);
+    if (len > 0 && absl::StartsWith(target, "socket:")) found.emplace_back(fd, target);
   }
-  return n;
+  closedir(d);
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (const auto& [fd, target] : found) out.push_back(absl::StrCat(fd, "->", target));
+  return out;
 }
 
 }  // namespace net_test
