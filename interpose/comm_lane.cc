@@ -81,4 +81,13 @@ void CommLane::Watch(const WatchEntry& e) {
   watch_.push_back(e);
 }
 
+void CommLane::DropWatches() {
+  std::deque<WatchEntry> dropped;
+  {
+    absl::MutexLock lock(&watch_mu_);
+    dropped.swap(watch_);
+  }
+  for (const WatchEntry& e : dropped) Arrive(e.ticket, GateTicket::kWatched);  // may free it
+}
+
 }  // namespace trirace::interpose

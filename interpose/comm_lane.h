@@ -88,6 +88,10 @@ class CommLane {
 
   // The watch list (own lock).
   void Watch(const WatchEntry& e) ABSL_LOCKS_EXCLUDED(watch_mu_);
+  // Empties the watch list with the watchdog's arrival on each ticket (the
+  // watchdog has stopped and will not look again); a ticket whose other
+  // arrivals are in is freed.
+  void DropWatches() ABSL_LOCKS_EXCLUDED(watch_mu_);
   // Drops entries whose gate is open; opens the ones past `now` (calls
   // `expired` for each before opening). Returns the earliest deadline left,
   // or sched::kNeverNs.

@@ -31,6 +31,15 @@ void GateWatchdog::Stop() {
     stop_ = true;
   }
   if (thread_.joinable()) thread_.join();
+  // Nothing sweeps or frees lanes from here on, and Watch() adds nothing:
+  // the watchdog is done with the tickets it still watches, so each is freed
+  // by its last other arrival instead of being left behind on its lane.
+  std::vector<CommLane*> lanes;
+  {
+    absl::MutexLock lock(&mu_);
+    lanes = lanes_;  // retiring lanes included: they stay in the sweep until freed
+  }
+  for (CommLane* lane : lanes) lane->DropWatches();
 }
 
 void GateWatchdog::AddLane(CommLane* lane) {
@@ -80,13 +89,19 @@ void GateWatchdog::FreeIdleLanes() {
 
 void GateWatchdog::Watch(CommLane* lane, GateTicket* ticket, int64_t call_ns, int64_t bound_ns) {
   const int64_t deadline = call_ns + bound_ns - bound_ns / 16;
-  lane->Watch({deadline, ticket});
-  absl::MutexLock lock(&mu_);
-  if (sleeping_until_ == 0) {
-    dirty_ = true;  // awake: it sweeps again before sleeping
-  } else if (deadline < sleeping_until_) {
-    sleeping_until_ = deadline;  // wakes the thread (typically only when it sleeps without timeout)
+  {
+    absl::MutexLock lock(&mu_);
+    if (!stop_) {
+      lane->Watch({deadline, ticket});  // under mu_: Stop() drops every watch made before it
+      if (sleeping_until_ == 0) {
+        dirty_ = true;  // awake: it sweeps again before sleeping
+      } else if (deadline < sleeping_until_) {
+        sleeping_until_ = deadline;  // wakes the thread (typically only when it sleeps without timeout)
+      }
+      return;
+    }
   }
+  Arrive(ticket, GateTicket::kWatched);  // stopped: the launcher's shutdown opens the gate
 }
 
 void GateWatchdog::Run() {

@@ -56,7 +56,10 @@ class GateWatchdog {
   GateWatchdog& operator=(const GateWatchdog&) = delete;
 
   absl::Status Start();
-  // Opens nothing more; joins the thread. Idempotent.
+  // Opens nothing more; joins the thread, then gives up every ticket still
+  // watched (its kWatched arrival, so its last other arrival frees it); a
+  // Watch() after Stop() arrives at once. The caller opens the gates that
+  // are still closed (GatedLauncher::Shutdown: the engine's Stop). Idempotent.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Adds `lane` to the sweep (once per lane, before its first Watch()).

@@ -154,8 +154,9 @@ int trirace_occ_read_split(trirace_occ_reader_t* reader, int32_t pid, trirace_oc
                            trirace_occ_snapshot_t* own);
 
 /* Copies slot `index` (0 .. TRIRACE_OCC_MAX_PROCS-1) consistently. Returns
- * ENOENT when the slot is free or its process is dead, EAGAIN when its
- * writer kept it busy for 20 ms (try again). */
+ * ENOENT when the slot is free or its process is dead (also when it died
+ * mid-write), EAGAIN when its live writer kept it busy for 20 ms (try
+ * again). */
 int trirace_occ_read_proc(trirace_occ_reader_t* reader, uint32_t index, trirace_occ_proc_t* out);
 
 /* Unmaps and frees the reader. NULL is accepted. */

@@ -118,7 +118,14 @@ int trirace_occ_read_proc(trirace_occ_reader_t* reader, uint32_t index, trirace_
   trirace_occ_proc_t& slot = reader->procs[index];
   int32_t pid = Atomic(slot.owner_pid).load(std::memory_order_acquire);
   if (pid == 0) return ENOENT;
-  if (!trirace::occupancy::ReadSlot(slot, out)) return EAGAIN;
+  if (!trirace::occupancy::ReadSlot(slot, out)) {
+    // Busy: its writer is descheduled mid-write (try again), or died there
+    // (killed between the two halves of the sequence lock), and a dead
+    // process's slot counts for nothing, as it would were it complete.
+    pid = Atomic(slot.owner_pid).load(std::memory_order_acquire);
+    const uint64_t start = Atomic(slot.owner_start_time).load(std::memory_order_relaxed);
+    return pid != 0 && trirace::occupancy::ProcessAlive(pid, start) ? EAGAIN : ENOENT;
+  }
   if (out->owner_pid == 0 || !trirace::occupancy::ProcessAlive(out->owner_pid, out->owner_start_time)) {
     return ENOENT;
   }

@@ -4,7 +4,9 @@
 // nonblocking comm go to the real call unchanged, untaken, ungated, and
 // nothing of the launcher's is queued on a captured stream, also when such
 // an op comes later in a group that its first op made gated or P2P.
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"

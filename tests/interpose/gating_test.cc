@@ -458,6 +458,37 @@ TEST_F(Watchdog, FreesARetiredLaneOnceItsLastTicketIsGone) {
   watchdog.Stop();
 }
 
+// A stopped watchdog keeps no ticket: those it still watched, and those
+// watched after it stopped, get its arrival (the launcher's shutdown opens
+// their gates), so each is freed by its last other arrival.
+TEST_F(Watchdog, StopGivesUpEveryTicketItStillWatches) {
+  constexpr int64_t kBoundNs = 60'000'000'000;  // no deadline passes during the test
+  std::atomic<int> expired{0};
+  GateWatchdog watchdog(kBoundNs, [&](GateTicket*) { ++expired; });
+  ASSERT_TRUE(watchdog.Start().ok());
+  watchdog.AddLane(lane_.get());
+  auto new_ticket = [&] {
+    auto* t = new GateTicket;
+    t->lane = lane_.get();
+    t->gated = true;
+    t->lane->TicketMade();
+    absl::MutexLock hold(&lane_->mu);  // AcquireGate's contract
+    EXPECT_TRUE(lane_->AcquireGate(&t->slot, &t->value));
+    // Released, done and completed: only the watchdog's arrival is missing.
+    t->arrived.store(GateTicket::kReleased | GateTicket::kDone | GateTicket::kCompleted);
+    return t;
+  };
+  watchdog.Watch(lane_.get(), new_ticket(), MonotonicNs(), kBoundNs);
+  watchdog.Watch(lane_.get(), new_ticket(), MonotonicNs(), kBoundNs);
+  EXPECT_FALSE(lane_->Idle()) << "freed before the watchdog was done with them";
+  watchdog.Stop();
+  EXPECT_TRUE(lane_->Idle()) << "a stopped watchdog kept tickets it will never sweep";
+  watchdog.Watch(lane_.get(), new_ticket(), MonotonicNs(), kBoundNs);
+  EXPECT_TRUE(lane_->Idle()) << "a ticket watched after Stop() was kept";
+  EXPECT_EQ(expired.load(), 0) << "no deadline had passed";
+  EXPECT_EQ(watchdog.opened(), 0u);
+}
+
 // The watchdog alone (no engine ever releases anything) opens a gate a
 // stream is blocked on, and stamps it as released at the bound.
 TEST_F(Watchdog, OpensAGateTheEngineNeverOpens) {

@@ -4,6 +4,7 @@
 // loopback, a rank stops itself with SIGSTOP for three times the timeout,
 // as a debugger or a long checkpoint would stop it.
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -75,7 +76,10 @@ TEST(NetPluginLiveness, AConnectedLoopbackPeerAnswers) {
   linger l{1, 0};
   setsockopt(server, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
   close(server);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // The reset arrives through the kernel's deferred network work, which a
+  // loaded machine may run late: wait for it to show on the socket.
+  pollfd reset{.fd = client, .events = POLLIN | POLLRDHUP};
+  ASSERT_EQ(poll(&reset, 1, 10000), 1) << "the reset never arrived";
   absl::Status st = tcp::PeerAnswers(client, kTimeoutMs, "loopback");
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("loopback: the connection failed"), std::string::npos) << st;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -83,8 +84,16 @@ void PrintTable(const std::string& segment, const trirace_occ_snapshot_t& now, d
   std::fflush(stdout);
 }
 
+// One snapshot. EAGAIN (a live process kept its slot busy through the
+// read's 20 ms wait, e.g. descheduled mid-write) is the library's "try
+// again": tried again for up to a second before it is shown.
 int Read(trirace_occ_reader_t* r, trirace_occ_snapshot_t* s, const std::string& segment) {
   int rc = trirace_occ_read(r, s);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (rc == EAGAIN && !g_stop.load() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    rc = trirace_occ_read(r, s);
+  }
   if (rc != 0) std::fprintf(stderr, "trirace net-top: reading %s: %s\n", segment.c_str(), std::strerror(rc));
   return rc;
 }
@@ -128,7 +137,12 @@ int Watch(const std::string& job, bool once, double interval) {
   int64_t before_ns = now.time_ns;
   while (rc == 0 && !g_stop.load()) {
     Sleep(interval);
-    if ((rc = Read(reader, &now, segment)) != 0) break;
+    rc = Read(reader, &now, segment);
+    if (rc == EAGAIN && !once) {  // a sample skipped (said above); the next one may do
+      rc = 0;
+      continue;
+    }
+    if (rc != 0) break;
     if (tty && !once) std::printf("\033[H\033[2J");
     PrintTable(segment, now, static_cast<double>(now.time_ns - before_ns) / 1e9, rates);
     if (once) break;
