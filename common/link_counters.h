@@ -6,7 +6,7 @@
 //   topology/monitors/net_stats.h    Ethernet: /sys/class/net/<if>/statistics
 //   topology/monitors/ib_counters.h  InfiniBand / RoCE port counters
 //   topology/monitors/nvlink_counters.h  NVLink, from NVML
-//   interpose/plugin_occupancy.h     the net plugin's per-NIC records (the
+//   interpose/network/plugin_occupancy.h     the net plugin's per-NIC records (the
 //                                    job's own bytes, and this process's)
 //
 // Thread safety: a reader is used by one thread at a time.

@@ -9,7 +9,7 @@
 #include "absl/strings/str_format.h"
 
 #include "common/logging.h"
-#include "interpose/front_stage.h"
+#include "interpose/network/front_stage.h"
 #include "interpose/shim.h"
 
 namespace trirace::interpose {

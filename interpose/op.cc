@@ -1,8 +1,8 @@
 #include "interpose/op.h"
 
-#include "interpose/comm_state.h"
+#include "interpose/comm/comm_state.h"
+#include "interpose/comm/user_group.h"
 #include "interpose/nccl_api.h"
-#include "interpose/user_group.h"
 #include "scheduler/chunk_planner.h"
 
 namespace trirace::interpose {

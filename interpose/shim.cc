@@ -16,13 +16,13 @@
 #include "common/logging.h"
 #include "common/params.h"
 #include "common/process_info.h"
-#include "nccl_adapter/nccl_result.h"
 #include "interpose/annotations.h"
-#include "interpose/gated_launcher.h"
+#include "interpose/comm/user_group.h"
+#include "interpose/gate/gated_launcher.h"
 #include "interpose/nccl_api.h"
 #include "interpose/start_verdict.h"
-#include "interpose/summary.h"
-#include "interpose/user_group.h"
+#include "interpose/trace/summary.h"
+#include "nccl_adapter/nccl_result.h"
 
 namespace trirace::interpose {
 

@@ -7,9 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
-#include "interpose/comm_state.h"
+#include "interpose/comm/comm_state.h"
+#include "interpose/comm/user_group.h"
 #include "interpose/shim.h"
-#include "interpose/user_group.h"
 
 namespace trirace::interpose {
 namespace {

@@ -1,6 +1,6 @@
 #include "interpose/stream_watcher.h"
 
-#include "interpose/comm_state.h"
+#include "interpose/comm/comm_state.h"
 
 namespace trirace::interpose {
 

@@ -19,10 +19,10 @@
 
 #include "common/clock.h"
 #include "interpose/annotations.h"
-#include "interpose/comm_state.h"
-#include "interpose/comm_traffic_class.h"
+#include "interpose/comm/comm_state.h"
+#include "interpose/comm/comm_traffic_class.h"
+#include "interpose/comm/user_group.h"
 #include "interpose/forward.h"
-#include "interpose/user_group.h"
 
 using trirace::MonotonicNs;
 using trirace::ShimMode;

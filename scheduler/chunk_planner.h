@@ -10,7 +10,7 @@
 // chunk_ns (TRIRACE_CHUNK_US) at the rate of the slowest NIC among the
 // comm's ranks, at least min_bytes (TRIRACE_CHUNK_MIN_BYTES), from the
 // identity records the ranks exchanged at comm creation
-// (interpose/peer_exchange.h). Those records are the same bytes on every
+// (interpose/network/peer_exchange.h). Those records are the same bytes on every
 // rank, the launcher waits for them before the comm is handed to the
 // application, and the rule reads nothing else: so every rank plans with
 // the same size even where the ranks' own NICs run at different rates. A
@@ -18,7 +18,7 @@
 // exchanged uses kUnagreedChunkBytes, a constant; a non-zero fixed size
 // (TRIRACE_CHUNK_BYTES) replaces the rule on every comm. The settings
 // themselves (fixed size, chunk_ns, min_bytes) are the comm's rank 0's,
-// carried in the same records (interpose/chunk_agreement.h). A comm
+// carried in the same records (interpose/gate/chunk_agreement.h). A comm
 // across hosts whose every record says class priority
 // (PeerIdentity::class_priority) is not split: P2P and SPARSE then pass
 // DENSE on the wire packet by packet, and a chunk would

@@ -5,8 +5,8 @@
 // RateMeter turns two successive snapshots into bytes/s. The engine maps
 // devices to links and derives the foreign traffic the trirace policy keeps
 // headroom against (policy.h LinkState). The readers live with what they
-// measure (topology/monitors/, interpose/plugin_occupancy.h), so this
-// module links no reader; interpose/engine_factory.h MakeOccupancyReader()
+// measure (topology/monitors/, interpose/network/plugin_occupancy.h), so this
+// module links no reader; interpose/gate/engine_factory.h MakeOccupancyReader()
 // picks one by TRIRACE_OCCUPANCY.
 //
 // Thread safety: RateMeter is used by one thread at a time (the engine

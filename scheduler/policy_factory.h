@@ -1,6 +1,6 @@
 // The one place a policy kind (TRIRACE_POLICY) becomes a policy object,
 // configured from the params registry. The shim's engine factory
-// (interpose/engine_factory.h) and the simulator (sim/) both call it, so
+// (interpose/gate/engine_factory.h) and the simulator (sim/) both call it, so
 // both run the same policy objects with the same settings.
 //
 //   std::unique_ptr<sched::Policy> p = sched::MakePolicy(PolicyKind::kTrirace);

@@ -85,7 +85,7 @@
 //        credit. Not under [R10] (the wire orders the classes itself).
 //        The gauge also carries the other processes' DENSE where this
 //        process holds a later pipeline stage of its host than another
-//        ([R14], interpose/front_stage.h), so DENSE yields to the front
+//        ([R14], interpose/network/front_stage.h), so DENSE yields to the front
 //        stage's on a link without traffic classes.
 //
 // Thread safety: see policy.h.

@@ -2,9 +2,9 @@
 // where it sits — its host, its GPU and the NIC its traffic leaves through —
 // so that both ends of every operation can be charged to the right links
 // (system_links.h), and the settings its chunk plans come from, so that
-// every rank can plan with the same ones (interpose/chunk_agreement.h). The
+// every rank can plan with the same ones (interpose/gate/chunk_agreement.h). The
 // shim exchanges one record per rank when a comm becomes usable
-// (interpose/peer_exchange.h).
+// (interpose/network/peer_exchange.h).
 //
 // The wire form is a fixed kPeerIdentityBytes record, the same on every
 // architecture (little-endian numbers, NUL-padded strings):

@@ -1,5 +1,5 @@
 // Where a rank stands on its uplink among the ranks of one comm: rule
-// [R14]'s question (interpose/front_stage.h says why the front-most
+// [R14]'s question (interpose/network/front_stage.h says why the front-most
 // pipeline stage's DENSE goes first). Pure: the shim asks it of a pipeline
 // comm's exchanged identities, the simulator of its placed ranks.
 //

@@ -1,5 +1,5 @@
 """trace_events.py: the events of one TriRace trace file (Chrome trace JSON,
-interpose/trace_writer.h), for the e2e scripts beside it.
+interpose/trace/trace_writer.h), for the e2e scripts beside it.
 
 A rank that died leaves its trace without the closing part; such a file is
 read up to where it ends. Only the Python standard library.

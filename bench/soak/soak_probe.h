@@ -17,7 +17,7 @@
 // The trace buffer (TraceSummaryReader): the shim logs
 //   summary: trace buffer: N records in, D dropped (buffer full), W waiting, at most H of C waiting at once
 // at INFO (subsystem INTERPOSE) whenever the last comm is destroyed and at
-// exit (interpose/summary.h); the launcher points TRIRACE_DEBUG_FILE at a
+// exit (interpose/trace/summary.h); the launcher points TRIRACE_DEBUG_FILE at a
 // file per rank and the reader takes the newest such line.
 //
 // Thread safety: none; one thread per rank uses these.
@@ -76,7 +76,7 @@ class TraceSummaryReader {
 };
 
 // "records" and "dropped_events" of a finished trace file's metadata
-// (interpose/trace_writer.h writes them at exit); false if the file has no
+// (interpose/trace/trace_writer.h writes them at exit); false if the file has no
 // footer.
 bool TraceFileCounts(const std::string& path, int64_t* records, int64_t* dropped);
 

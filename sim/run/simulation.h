@@ -6,7 +6,7 @@
 // host issues its steps; its streams run their ops; matched NCCL calls
 // become flows over the cluster's links (sim/nccl/collectives.h,
 // sim/net/network.h). In the gated modes each rank's calls go through the
-// shim's gated launch, as interpose/gated_launcher.h issues them:
+// shim's gated launch, as interpose/gate/gated_launcher.h issues them:
 //   - a collective is split by the real chunk planner
 //     (sched::PlanChunks with the comm's sched::CommChunkBytes, only where
 //     sched::SplitKeepsEveryBit allows, as the launcher does), and each

@@ -1,5 +1,5 @@
 // A Perfetto / Chrome trace of a simulated run, in the shim's trace format
-// (interpose/trace_json.h): op slices with cat "op" and the same args
+// (interpose/trace/trace_json.h): op slices with cat "op" and the same args
 // (func, bytes, class, gate_wait_us, run_us, release, chunk ...), iteration
 // marks as process-wide instants, one process per rank (pid = rank), one
 // track per comm and one for compute. ui.perfetto.dev and bench/e2e's

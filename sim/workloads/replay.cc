@@ -377,7 +377,7 @@ absl::StatusOr<RankTrace> ReadTrace(const std::filesystem::path& path) {
   return t;
 }
 
-// interpose/comm_state.h RoleName's words.
+// interpose/comm/comm_state.h RoleName's words.
 TrafficClass ClassOfRole(const std::string& role) {
   if (role == "data-parallel") return TrafficClass::kDense;
   if (role == "pipeline") return TrafficClass::kP2P;

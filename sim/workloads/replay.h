@@ -1,5 +1,5 @@
 // A workload replayed from the shim's own traces (TRIRACE_TRACE, one file
-// per rank: interpose/trace_json.h's format), for `trirace sim --replay`.
+// per rank: interpose/trace/trace_json.h's format), for `trirace sim --replay`.
 //
 // From every *.json file of the folder: the rank (the process name's
 // "rank N", else the number in the file name), the comms (otherData's

@@ -1,9 +1,9 @@
-// Chunk agreement (interpose/chunk_agreement.h): every rank of a comm plans
+// Chunk agreement (interpose/gate/chunk_agreement.h): every rank of a comm plans
 // its chunks with rank 0's settings, whatever its own environment says,
 // and the disagreement is named; the records travel through the wire form
 // (topology/peer_identity.h), so the answer is computed here from decoded
 // records, as the launcher does.
-#include "interpose/chunk_agreement.h"
+#include "interpose/gate/chunk_agreement.h"
 
 #include <array>
 #include <string>

@@ -1,4 +1,4 @@
-#include "interpose/comm_registry.h"
+#include "interpose/comm/comm_registry.h"
 
 #include <atomic>
 #include <cstdint>

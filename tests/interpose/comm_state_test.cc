@@ -1,4 +1,4 @@
-#include "interpose/comm_state.h"
+#include "interpose/comm/comm_state.h"
 
 #include <cstring>
 

@@ -1,7 +1,7 @@
-// ncclConfig_t.trafficClass per comm role (interpose/comm_traffic_class.h):
+// ncclConfig_t.trafficClass per comm role (interpose/comm/comm_traffic_class.h):
 // the mapping's parser and the config the shim builds. What a real creation
 // call receives: comm_role_creation_test.cc.
-#include "interpose/comm_traffic_class.h"
+#include "interpose/comm/comm_traffic_class.h"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "interpose/config_copy.h"
+#include "interpose/comm/config_copy.h"
 
 #include <cstddef>
 #include <cstring>

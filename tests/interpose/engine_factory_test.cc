@@ -1,5 +1,5 @@
-// interpose/engine_factory: params to policy, occupancy reader and engine.
-#include "interpose/engine_factory.h"
+// interpose/gate/engine_factory: params to policy, occupancy reader and engine.
+#include "interpose/gate/engine_factory.h"
 #include "scheduler/policy_factory.h"
 
 #include <unistd.h>
@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "common/env_guard.h"
-#include "interpose/plugin_occupancy.h"
+#include "interpose/network/plugin_occupancy.h"
 #include "support/fake_sysfs.h"
 
 namespace trirace::interpose {

@@ -1,6 +1,6 @@
 // Rule [R14]: where a rank of a pipeline comm stands among the ranks that
-// share its uplink (interpose/front_stage.h), and the process-wide answer.
-#include "interpose/front_stage.h"
+// share its uplink (interpose/network/front_stage.h), and the process-wide answer.
+#include "interpose/network/front_stage.h"
 
 #include <string>
 #include <vector>

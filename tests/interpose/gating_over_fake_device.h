@@ -23,22 +23,23 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/params.h"
 #include "gtest/gtest.h"
-#include "interpose/comm_state.h"
+#include "interpose/comm/comm_state.h"
+#include "interpose/comm/user_group.h"
 #include "interpose/device/device.h"
-#include "tests/interpose/fake_device.h"
-#include "tests/interpose/recording_sink.h"
 #include "interpose/forward.h"
-#include "interpose/gated_launcher.h"
-#include "interpose/launcher.h"
-#include "interpose/user_group.h"
+#include "interpose/gate/gated_launcher.h"
+#include "interpose/gate/launcher.h"
 #include "nccl_adapter/nccl_types.h"
 #include "scheduler/chunk_planner.h"
+#include "tests/interpose/fake_device.h"
+#include "tests/interpose/recording_sink.h"
 
 namespace trirace::interpose::testing {
 

@@ -35,10 +35,10 @@
 #include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "interpose/comm_lane.h"
-#include "interpose/gate_watchdog.h"
-#include "interpose/gated_launcher.h"
 #include "interpose/device/device.h"
+#include "interpose/gate/comm_lane.h"
+#include "interpose/gate/gate_watchdog.h"
+#include "interpose/gate/gated_launcher.h"
 #include "rank_launcher.h"
 #include "trace_file.h"
 

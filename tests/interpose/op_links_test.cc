@@ -1,16 +1,16 @@
 // OpLinks: the links each op is charged, before and after its comm's peers
 // are published, and their registration with the engine in id order.
-#include "interpose/op_links.h"
+#include "interpose/network/op_links.h"
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "common/env_guard.h"
 #include "common/logging.h"
-#include "interpose/comm_state.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "interpose/comm/comm_state.h"
 #include "scheduler/fifo_policy.h"
 
 namespace trirace::interpose {

@@ -5,7 +5,7 @@
 #include <tuple>
 
 #include "gtest/gtest.h"
-#include "interpose/comm_state.h"
+#include "interpose/comm/comm_state.h"
 
 namespace trirace::interpose {
 namespace {

@@ -1,4 +1,4 @@
-// The peer exchange (interpose/peer_exchange.h) in 4-rank jobs over hostccl
+// The peer exchange (interpose/network/peer_exchange.h) in 4-rank jobs over hostccl
 // with the shim preloaded in schedule mode: every blocking comm — made by
 // init, by split, by two threads at once, inside a group — learns the host
 // of each of its ranks (two "hosts" by TRIRACE_HOST_ID); a nonblocking comm
@@ -203,7 +203,7 @@ TEST_F(PeerExchangeTest, CollectivesAreWholeOnlyWhereEveryRankHasClassPriority) 
   }
 }
 
-// Rule [R14] (interpose/front_stage.h): peer_ranks ends by using the world
+// Rule [R14] (interpose/network/front_stage.h): peer_ranks ends by using the world
 // comm as a pipeline; ranks 0 and 2 hold the front stage of hosts hA and hB,
 // so their DENSE goes ahead (by marks with class priority on the wire, by
 // the later stages' gating without).

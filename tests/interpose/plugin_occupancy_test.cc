@@ -2,7 +2,7 @@
 // process publishes through it, a second live process's slot is written by
 // hand (its traffic is foreign to us), and the reader reports both.
 // Built when the trirace_occupancy library is.
-#include "interpose/plugin_occupancy.h"
+#include "interpose/network/plugin_occupancy.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -18,7 +18,7 @@
 #include <string>
 #include <thread>
 
-#include "interpose/front_stage.h"
+#include "interpose/network/front_stage.h"
 #include "plugin/occupancy/publisher.h"
 #include "plugin/occupancy/segment.h"
 #include "trirace/occupancy.h"

@@ -10,8 +10,8 @@
 #include <mutex>
 #include <vector>
 
-#include "interpose/launcher.h"
-#include "interpose/trace_record.h"
+#include "interpose/gate/launcher.h"
+#include "interpose/trace/trace_record.h"
 
 namespace trirace::interpose::testing {
 

@@ -11,7 +11,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
-#include "interpose/comm_state.h"
+#include "interpose/comm/comm_state.h"
 #include "tests/interpose/fake_device.h"
 
 namespace trirace::interpose {

@@ -1,4 +1,4 @@
-#include "interpose/trace_buffer.h"
+#include "interpose/trace/trace_buffer.h"
 
 #include <atomic>
 #include <set>

@@ -5,7 +5,7 @@
 #include <set>
 #include <sstream>
 
-#include "interpose/trace_json.h"
+#include "interpose/trace/trace_json.h"
 
 namespace trirace::interpose::testing {
 

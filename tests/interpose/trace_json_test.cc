@@ -1,4 +1,4 @@
-#include "interpose/trace_json.h"
+#include "interpose/trace/trace_json.h"
 
 #include <string>
 #include <vector>

@@ -69,7 +69,7 @@ int RawConnect(const char* handle, const void* bytes, size_t len) {
 bool ClosedByListener(NetPlugin& net, void* lc, int fd) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < until) {
-    pollfd wait{.fd = fd, .events = POLLIN | POLLRDHUP};
+    pollfd wait{.fd = fd, .events = POLLIN | POLLRDHUP, .revents = 0};
     poll(&wait, 1, 1);
     void* rc = nullptr;
     EXPECT_EQ(net.Accept(lc, &rc), ncclSuccess);

@@ -78,7 +78,7 @@ TEST(NetPluginLiveness, AConnectedLoopbackPeerAnswers) {
   close(server);
   // The reset arrives through the kernel's deferred network work, which a
   // loaded machine may run late: wait for it to show on the socket.
-  pollfd reset{.fd = client, .events = POLLIN | POLLRDHUP};
+  pollfd reset{.fd = client, .events = POLLIN | POLLRDHUP, .revents = 0};
   ASSERT_EQ(poll(&reset, 1, 10000), 1) << "the reset never arrived";
   absl::Status st = tcp::PeerAnswers(client, kTimeoutMs, "loopback");
   EXPECT_FALSE(st.ok());
