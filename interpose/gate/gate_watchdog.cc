@@ -80,12 +80,13 @@ void GateWatchdog::FreeIdleLanes() {
   }
   for (std::unique_ptr<CommLane>& lane : idle) {
     { absl::MutexLock issuing(&lane->mu); }  // an issuer still inside (a use after destroy) is out
+    // Counted first: whoever free_lane_ tells (a test) finds it counted.
+    lanes_freed_.fetch_add(1, std::memory_order_relaxed);
     if (free_lane_) {
       free_lane_(std::move(lane));
     } else {
       lane.reset();
     }
-    lanes_freed_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 

@@ -375,6 +375,19 @@ class LaneOnHostccl : public ::testing::Test {
     lane_ = *std::move(lane);
   }
 
+  // A gated ticket of lane_ with a gate of its own, released, done and
+  // completed: only the watchdog's arrival is missing, which frees it.
+  GateTicket* NewTicketAwaitingTheWatchdog() {
+    auto* t = new GateTicket;
+    t->lane = lane_.get();
+    t->gated = true;
+    t->lane->TicketMade();
+    absl::MutexLock hold(&lane_->mu);  // AcquireGate's contract
+    EXPECT_TRUE(lane_->AcquireGate(&t->slot, &t->value));
+    t->arrived.store(GateTicket::kReleased | GateTicket::kDone | GateTicket::kCompleted);
+    return t;
+  }
+
   std::unique_ptr<device::Device> dev_;
   CommState comm_;
   std::unique_ptr<CommLane> lane_;
@@ -467,23 +480,12 @@ TEST_F(Watchdog, StopGivesUpEveryTicketItStillWatches) {
   GateWatchdog watchdog(kBoundNs, [&](GateTicket*) { ++expired; });
   ASSERT_TRUE(watchdog.Start().ok());
   watchdog.AddLane(lane_.get());
-  auto new_ticket = [&] {
-    auto* t = new GateTicket;
-    t->lane = lane_.get();
-    t->gated = true;
-    t->lane->TicketMade();
-    absl::MutexLock hold(&lane_->mu);  // AcquireGate's contract
-    EXPECT_TRUE(lane_->AcquireGate(&t->slot, &t->value));
-    // Released, done and completed: only the watchdog's arrival is missing.
-    t->arrived.store(GateTicket::kReleased | GateTicket::kDone | GateTicket::kCompleted);
-    return t;
-  };
-  watchdog.Watch(lane_.get(), new_ticket(), MonotonicNs(), kBoundNs);
-  watchdog.Watch(lane_.get(), new_ticket(), MonotonicNs(), kBoundNs);
+  watchdog.Watch(lane_.get(), NewTicketAwaitingTheWatchdog(), MonotonicNs(), kBoundNs);
+  watchdog.Watch(lane_.get(), NewTicketAwaitingTheWatchdog(), MonotonicNs(), kBoundNs);
   EXPECT_FALSE(lane_->Idle()) << "freed before the watchdog was done with them";
   watchdog.Stop();
   EXPECT_TRUE(lane_->Idle()) << "a stopped watchdog kept tickets it will never sweep";
-  watchdog.Watch(lane_.get(), new_ticket(), MonotonicNs(), kBoundNs);
+  watchdog.Watch(lane_.get(), NewTicketAwaitingTheWatchdog(), MonotonicNs(), kBoundNs);
   EXPECT_TRUE(lane_->Idle()) << "a ticket watched after Stop() was kept";
   EXPECT_EQ(expired.load(), 0) << "no deadline had passed";
   EXPECT_EQ(watchdog.opened(), 0u);
@@ -501,16 +503,7 @@ TEST_F(Watchdog, OpensAGateTheEngineNeverOpens) {
   ASSERT_TRUE(watchdog.Start().ok());
   watchdog.AddLane(lane_.get());
 
-  auto* t = new GateTicket;
-  t->lane = lane_.get();
-  t->gated = true;
-  t->lane->TicketMade();
-  {
-    absl::MutexLock hold(&lane_->mu);  // AcquireGate's contract
-    ASSERT_TRUE(lane_->AcquireGate(&t->slot, &t->value));
-  }
-  // Released, done and completed already, so the watchdog's arrival frees it.
-  t->arrived.store(GateTicket::kReleased | GateTicket::kDone | GateTicket::kCompleted);
+  GateTicket* t = NewTicketAwaitingTheWatchdog();
   absl::Notification passed;
   ASSERT_TRUE(dev_->WaitGate(lane_->stream(), lane_->gates(), t->slot, t->value).ok());
   ASSERT_TRUE(
