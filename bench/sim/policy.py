@@ -7,6 +7,10 @@ presets of off / mode, with the defaults' row first. The simulated engines
 read the variables as the shim's do (trirace sim's environment).
 
   python3 bench/sim/policy.py [--build DIR] [--rates LIST] [--presets LIST] [--only NAME] [--decide-at call|stream]
+                              [--qos none|host|fabric]
+
+--qos sets which of the bed's queues honour the marks (trirace sim --qos;
+the bed's default, fabric, is testbed.sh --prio; none is --no-prio).
 
 Only the Python standard library."""
 import argparse
@@ -28,10 +32,10 @@ SETTINGS = {
 }
 
 
-def run(trirace, preset, gbps, env, decide_at):
+def run(trirace, preset, gbps, env, decide_at, qos):
     out = subprocess.run([trirace, "sim", "--cluster", "testbed", "--gbps", gbps, "--preset", preset, "--modes",
-                          "off,gate,trirace", "--decide-at", decide_at, "--json"], check=True, capture_output=True,
-                         text=True, env=env).stdout
+                          "off,gate,trirace", "--decide-at", decide_at, "--qos", qos, "--json"], check=True,
+                         capture_output=True, text=True, env=env).stdout
     d = json.loads(out)
     return {m: d["modes"][m]["speedup"] for m in ("gate", "trirace")}, d["modes"]["off"]["iteration_ms"] / d["ideal_ms"]
 
@@ -44,6 +48,7 @@ def main():
     ap.add_argument("--presets", default="contention,megatron,sparse")
     ap.add_argument("--only", default="", help="one setting's name")
     ap.add_argument("--decide-at", default="call", help="call (the shim) or stream (trirace sim --decide-at)")
+    ap.add_argument("--qos", default="fabric", help="none, host or fabric (trirace sim --qos)")
     a = ap.parse_args()
     trirace = os.path.join(a.build, "bin", "trirace")
     if not os.access(trirace, os.X_OK):
@@ -51,8 +56,8 @@ def main():
     base = {k: v for k, v in os.environ.items() if not k.startswith("TRIRACE_")}
     rates = a.rates.split(",")
     presets = a.presets.split(",")
-    print("geometric mean over %s of off/mode; columns: gate / trirace per rate (Gbit/s); ideal in the last row"
-          % ",".join(presets))
+    print("geometric mean over %s of off/mode; columns: gate / trirace per rate (Gbit/s); ideal in the last row; "
+          "--qos %s" % (",".join(presets), a.qos))
     print("%-28s %-8s " % ("setting", "value") + " ".join("%15s" % r for r in rates))
     ideal_row = {}
     for name, values in SETTINGS.items():
@@ -65,7 +70,7 @@ def main():
                 g = t = 0.0
                 ideal = 0.0
                 for p in presets:
-                    s, best = run(trirace, p, rate, env, a.decide_at)
+                    s, best = run(trirace, p, rate, env, a.decide_at, a.qos)
                     g += math.log(s["gate"])
                     t += math.log(s["trirace"])
                     ideal += math.log(best)

@@ -5,7 +5,11 @@ communication ratio (the bound's compute half over its busiest link's) and
 each mode's speed-up over off, the ideal's too; draws the speed-ups against
 the ratio, a panel per preset (python3-matplotlib).
 
-  python3 bench/sim/sweep.py [--build DIR] [--presets LIST] [--gbps G] [--out FILE.png] [--tsv FILE]
+  python3 bench/sim/sweep.py [--build DIR] [--presets LIST] [--gbps G] [--qos none|host|fabric] [--out FILE.png]
+                             [--tsv FILE]
+
+--qos: which of the bed's queues honour the marks (trirace sim --qos; the
+bed's default, fabric, is testbed.sh --prio).
 
 Only the Python standard library, and matplotlib for the picture (left out,
 with a message, when it is missing)."""
@@ -25,6 +29,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(here, "..", "..", "build"))
     ap.add_argument("--presets", default="contention,megatron,sparse,no-contention")
     ap.add_argument("--gbps", default="0.3")
+    ap.add_argument("--qos", default="fabric", help="none, host or fabric (trirace sim --qos)")
     ap.add_argument("--out", default="", help="the picture (PNG); none without")
     ap.add_argument("--tsv", default="", help="the figures as a table (TSV)")
     a = ap.parse_args()
@@ -35,7 +40,8 @@ def main():
     for preset in a.presets.split(","):
         for f in FACTORS:
             out = subprocess.run([trirace, "sim", "--cluster", "testbed", "--gbps", a.gbps, "--preset", preset,
-                                  "--modes", "off," + ",".join(MODES), "--compute-scale", str(f), "--json"],
+                                  "--modes", "off," + ",".join(MODES), "--compute-scale", str(f), "--qos", a.qos,
+                                  "--json"],
                                  check=True, capture_output=True, text=True).stdout
             d = json.loads(out)
             off = d["modes"]["off"]["iteration_ms"]

@@ -105,6 +105,7 @@ Cluster Builtin(const std::string& name, int testbed_nics) {
     // shared memory inside a host.
     c.net_latency_ns = 100'000;
     c.local_latency_ns = 20'000;
+    c.qos = Qos::kFabric;  // run_e2e.sh brings the bed up with --prio
     c.burst_bytes = -1;  // from the rate, below
     c.line_gbps = 10;
     // Measured on the bed (docs/simulation.md, "Calibration"): P2P alone
@@ -127,6 +128,22 @@ bool IsBuiltin(const std::string& name) {
 }
 
 }  // namespace
+
+std::string_view QosName(Qos q) {
+  switch (q) {
+    case Qos::kNone: return "none";
+    case Qos::kHost: return "host";
+    case Qos::kFabric: return "fabric";
+  }
+  return "none";
+}
+
+std::optional<Qos> QosFromName(std::string_view name) {
+  for (Qos q : {Qos::kNone, Qos::kHost, Qos::kFabric}) {
+    if (QosName(q) == name) return q;
+  }
+  return std::nullopt;
+}
 
 std::vector<std::string> BuiltinClusterNames() { return {"dgx-h100", "pcie-2nic", "testbed"}; }
 
@@ -222,6 +239,7 @@ absl::StatusOr<Cluster> MakeCluster(const std::string& name_or_file, const Clust
     c.system.fabric.hosts_per_leaf = 16;
   }
   if (o.transport) c.transport = *o.transport;
+  if (o.qos) c.qos = *o.qos;
   if (c.burst_bytes < 0) {
     const double rate = c.system.hosts[0].nics.empty() ? 0 : c.system.hosts[0].nics[0].gbps * 1e9 / 8;
     c.burst_bytes = std::max(rate / 1000, 32768.0);

@@ -24,6 +24,12 @@
 // `trirace topo --json`, `testbed.sh spec`): ranks per host = GPUs per host
 // (1 on hosts without GPUs); Ethernet NICs mean sockets, InfiniBand RDMA.
 //
+// Each cluster states which of its queues honour traffic classes (Qos):
+// dgx-h100 and pcie-2nic none (one lossless RDMA class, as most training
+// fabrics carry), testbed fabric (testbed.sh --prio, run_e2e.sh's
+// default: a priority band per uplink and a DSCP map in the bridge), a spec
+// file none.
+//
 // Options override a cluster's defaults: hosts (a file's hosts are copied
 // round-robin, as `like` would), each NIC's rate, ranks per host, the
 // fabric (rail-optimised or two-tier with a given oversubscription).
@@ -38,6 +44,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -52,6 +59,17 @@ enum class Transport {
   kRdma,    // receiver-ready: they flow once the receive is posted too
 };
 
+// Which queues honour the class marks the net plugin sets (socket
+// priority, DSCP, an IB service level): where a mode that marks classes
+// gets its strict priority.
+enum class Qos {
+  kNone,    // no class queue anywhere (fq_codel hosts, one fabric class)
+  kHost,    // the hosts' egress queues only (a prio qdisc; no switch QoS)
+  kFabric,  // every link: host egress and the switches' ports
+};
+std::string_view QosName(Qos q);
+std::optional<Qos> QosFromName(std::string_view name);
+
 struct ClusterOptions {
   int hosts = 0;             // 0: the cluster's own count
   double gbps = 0;           // every NIC's rate; 0: as the cluster has it
@@ -61,6 +79,7 @@ struct ClusterOptions {
   int hosts_per_leaf = 0;       // two-tier; 0: the cluster's (or 16)
   std::optional<Transport> transport;
   int nics = 0;  // NICs per host of a built-in test bed (0: 1); rails are NICs 0, 1, ...
+  std::optional<Qos> qos;  // nullopt: the cluster's
 };
 
 struct Cluster {
@@ -68,6 +87,7 @@ struct Cluster {
   topo::System system;
   int ranks_per_host = 1;
   Transport transport = Transport::kRdma;
+  Qos qos = Qos::kNone;
   int64_t net_latency_ns = 5'000;    // per message (ring step) between hosts
   int64_t local_latency_ns = 1'000;  // per message inside a host
   // Token bucket on every NIC link (0: none), as testbed.sh shapes.

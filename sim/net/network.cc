@@ -20,15 +20,24 @@ int64_t NsFor(double bytes, double bytes_per_s) {
 
 }  // namespace
 
-Network::Network(std::vector<NetLinkSpec> links, bool class_queues) : class_queues_(class_queues) {
+Network::Network(std::vector<NetLinkSpec> links, bool class_queues) : Network([&] {
+  for (NetLinkSpec& l : links) l.class_queues = class_queues;
+  return std::move(links);
+}()) {}
+
+Network::Network(std::vector<NetLinkSpec> links) {
   links_.resize(links.size());
   for (size_t i = 0; i < links.size(); ++i) {
     Link& l = links_[i];
     l.spec = std::move(links[i]);
-    if (l.spec.burst_bytes < kFrameBytes || l.spec.line_bytes_per_s <= l.spec.bytes_per_s) l.spec.burst_bytes = 0;
+    l.spec.burst_bytes = EffectiveBurst(l.spec);
     l.tokens = l.spec.burst_bytes;
     l.at_line = l.spec.burst_bytes > 0;
   }
+}
+
+double Network::EffectiveBurst(const NetLinkSpec& spec) {
+  return spec.burst_bytes < kFrameBytes || spec.line_bytes_per_s <= spec.bytes_per_s ? 0 : spec.burst_bytes;
 }
 
 int Network::AddCounter() {
@@ -192,6 +201,16 @@ void Network::Solve() {
     l.rem = Capacity(l);
     l.users = 0;
   }
+  // Strict priority where the limited links have class queues; where only
+  // some have, the levels meet FIFO links (SolveMixed).
+  bool any_classes = false, any_fifo = false;
+  for (LinkIx li : comp_links_) {
+    const Link& l = links_[size_t(li)];
+    if (l.spec.bytes_per_s <= 0) continue;
+    (l.spec.class_queues ? any_classes : any_fifo) = true;
+  }
+  const bool by_level = any_classes;
+  const bool mixed = any_classes && any_fifo;
   std::vector<double> old_rate(comp_flows_.size());
   int max_level = 0;
   for (size_t i = 0; i < comp_flows_.size(); ++i) {
@@ -200,75 +219,12 @@ void Network::Solve() {
     flow.since = now_;
     old_rate[i] = flow.rate;
     flow.frozen = false;
-    if (class_queues_) max_level = std::max(max_level, flow.spec.level);
+    if (by_level) max_level = std::max(max_level, flow.spec.level);
   }
-  // Progressive filling, level by level: the tightest link's fair share
-  // fixes the rate of every unfrozen flow on it.
-  using Share = std::pair<double, LinkIx>;
-  std::vector<Share> heap;
-  std::vector<FlowIx> level_flows;
-  for (int level = 0; level <= max_level; ++level) {
-    level_flows.clear();
-    for (FlowIx f : comp_flows_) {
-      const Flow& flow = flows_[size_t(f)];
-      if (!class_queues_ || flow.spec.level == level) level_flows.push_back(f);
-    }
-    if (level_flows.empty()) continue;
-    for (FlowIx f : level_flows) {
-      for (const FlowLink& fl : flows_[size_t(f)].spec.links) links_[size_t(fl.link)].users += fl.transfers;
-    }
-    heap.clear();
-    // What is left of a link after subtracting shares can be a rounding
-    // residue; below a billionth of the capacity it is nothing.
-    auto share_of = [&](LinkIx li) {
-      const Link& l = links_[size_t(li)];
-      const double rem = l.rem > 1e-9 * Capacity(l) ? l.rem : 0.0;
-      return rem / double(l.users);
-    };
-    for (LinkIx li : comp_links_) {
-      const Link& l = links_[size_t(li)];
-      if (l.users > 0 && l.rem < kInf) heap.push_back({share_of(li), li});
-    }
-    std::make_heap(heap.begin(), heap.end(), std::greater<Share>());
-    size_t left = level_flows.size();
-    while (left > 0 && !heap.empty()) {
-      std::pop_heap(heap.begin(), heap.end(), std::greater<Share>());
-      const Share top = heap.back();
-      heap.pop_back();
-      const Link& tight = links_[size_t(top.second)];
-      if (tight.users <= 0 || share_of(top.second) != top.first) continue;  // stale
-      const double share = top.first;
-      // Freeze every unfrozen flow of this level on the tight link.
-      for (FlowIx f : tight.active) {
-        Flow& flow = flows_[size_t(f)];
-        if (flow.frozen || (class_queues_ && flow.spec.level != level)) continue;
-        flow.frozen = true;
-        flow.rate = share;
-        --left;
-        for (const FlowLink& fl : flow.spec.links) {
-          Link& l = links_[size_t(fl.link)];
-          l.users -= fl.transfers;
-          if (l.rem < kInf) {
-            l.rem -= share * fl.transfers;
-            if (l.users > 0) {
-              heap.push_back({share_of(fl.link), fl.link});
-              std::push_heap(heap.begin(), heap.end(), std::greater<Share>());
-            }
-          }
-        }
-      }
-    }
-    // Flows on unlimited links only (none here: Activate keeps those out).
-    for (FlowIx f : level_flows) {
-      Flow& flow = flows_[size_t(f)];
-      if (!flow.frozen) {
-        flow.frozen = true;
-        flow.rate = 0;
-      }
-    }
-    for (FlowIx f : level_flows) {
-      for (const FlowLink& fl : flows_[size_t(f)].spec.links) links_[size_t(fl.link)].users = 0;
-    }
+  if (mixed) {
+    SolveMixed();
+  } else {
+    SolveByLevel(max_level, by_level);
   }
   // New rates: counters, finish events, link use and buckets.
   for (size_t i = 0; i < comp_flows_.size(); ++i) {
@@ -301,6 +257,150 @@ void Network::Solve() {
     l.bytes.SetRate(now_, used[i]);
     l.used = used[i];
     ScheduleBucket(comp_links_[i]);
+  }
+}
+
+void Network::SolveByLevel(int max_level, bool by_level) {
+  // Progressive filling, level by level: the tightest link's fair share
+  // fixes the rate of every unfrozen flow on it.
+  using Share = std::pair<double, LinkIx>;
+  std::vector<Share> heap;
+  std::vector<FlowIx> level_flows;
+  for (int level = 0; level <= max_level; ++level) {
+    level_flows.clear();
+    for (FlowIx f : comp_flows_) {
+      const Flow& flow = flows_[size_t(f)];
+      if (!by_level || flow.spec.level == level) level_flows.push_back(f);
+    }
+    if (level_flows.empty()) continue;
+    for (FlowIx f : level_flows) {
+      for (const FlowLink& fl : flows_[size_t(f)].spec.links) links_[size_t(fl.link)].users += fl.transfers;
+    }
+    heap.clear();
+    // What is left of a link after subtracting shares can be a rounding
+    // residue; below a billionth of the capacity it is nothing.
+    auto share_of = [&](LinkIx li) {
+      const Link& l = links_[size_t(li)];
+      const double rem = l.rem > 1e-9 * Capacity(l) ? l.rem : 0.0;
+      return rem / double(l.users);
+    };
+    for (LinkIx li : comp_links_) {
+      const Link& l = links_[size_t(li)];
+      if (l.users > 0 && l.rem < kInf) heap.push_back({share_of(li), li});
+    }
+    std::make_heap(heap.begin(), heap.end(), std::greater<Share>());
+    size_t left = level_flows.size();
+    while (left > 0 && !heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<Share>());
+      const Share top = heap.back();
+      heap.pop_back();
+      const Link& tight = links_[size_t(top.second)];
+      if (tight.users <= 0 || share_of(top.second) != top.first) continue;  // stale
+      const double share = top.first;
+      // Freeze every unfrozen flow of this level on the tight link.
+      for (FlowIx f : tight.active) {
+        Flow& flow = flows_[size_t(f)];
+        if (flow.frozen || (by_level && flow.spec.level != level)) continue;
+        flow.frozen = true;
+        flow.rate = share;
+        --left;
+        for (const FlowLink& fl : flow.spec.links) {
+          Link& l = links_[size_t(fl.link)];
+          l.users -= fl.transfers;
+          if (l.rem < kInf) {
+            l.rem -= share * fl.transfers;
+            if (l.users > 0) {
+              heap.push_back({share_of(fl.link), fl.link});
+              std::push_heap(heap.begin(), heap.end(), std::greater<Share>());
+            }
+          }
+        }
+      }
+    }
+    // Flows on unlimited links only (none here: Activate keeps those out).
+    for (FlowIx f : level_flows) {
+      Flow& flow = flows_[size_t(f)];
+      if (!flow.frozen) {
+        flow.frozen = true;
+        flow.rate = 0;
+      }
+    }
+    for (FlowIx f : level_flows) {
+      for (const FlowLink& fl : flows_[size_t(f)].spec.links) links_[size_t(fl.link)].users = 0;
+    }
+  }
+}
+
+void Network::SolveMixed() {
+  // A link's capacity still free; a rounding residue is none.
+  auto free_of = [&](const Link& l) { return l.rem > 1e-9 * Capacity(l) ? l.rem : 0.0; };
+  for (FlowIx f : comp_flows_) flows_[size_t(f)].rate = 0;
+  size_t unfrozen = comp_flows_.size();
+  std::vector<FlowIx>& growing = mixed_growing_;
+  while (unfrozen > 0) {
+    // The most urgent level still unfrozen on each link with class queues.
+    for (LinkIx li : comp_links_) links_[size_t(li)].top_level = std::numeric_limits<int>::max();
+    for (FlowIx f : comp_flows_) {
+      const Flow& flow = flows_[size_t(f)];
+      if (flow.frozen) continue;
+      for (const FlowLink& fl : flow.spec.links) {
+        Link& l = links_[size_t(fl.link)];
+        if (l.spec.class_queues) l.top_level = std::min(l.top_level, flow.spec.level);
+      }
+    }
+    // A flow grows while no more urgent flow still grows at any of its
+    // class queues.
+    growing.clear();
+    for (FlowIx f : comp_flows_) {
+      const Flow& flow = flows_[size_t(f)];
+      if (flow.frozen) continue;
+      bool first = true;
+      for (const FlowLink& fl : flow.spec.links) {
+        const Link& l = links_[size_t(fl.link)];
+        first = first && (!l.spec.class_queues || l.top_level == flow.spec.level);
+      }
+      if (!first) continue;
+      growing.push_back(f);
+      for (const FlowLink& fl : flow.spec.links) links_[size_t(fl.link)].users += fl.transfers;
+    }
+    // The growing flows rise together until a link is full.
+    double step = kInf;
+    LinkIx full = -1;
+    for (LinkIx li : comp_links_) {
+      const Link& l = links_[size_t(li)];
+      if (l.users <= 0 || l.rem == kInf) continue;
+      const double share = free_of(l) / double(l.users);
+      if (share < step) {
+        step = share;
+        full = li;
+      }
+    }
+    for (LinkIx li : comp_links_) links_[size_t(li)].users = 0;
+    if (full < 0) {
+      for (FlowIx f : growing) flows_[size_t(f)].frozen = true;  // crosses nothing limited (Activate keeps those out)
+      unfrozen -= growing.size();
+      continue;
+    }
+    for (FlowIx f : growing) {
+      Flow& flow = flows_[size_t(f)];
+      flow.rate += step;
+      for (const FlowLink& fl : flow.spec.links) {
+        Link& l = links_[size_t(fl.link)];
+        if (l.rem < kInf) l.rem -= step * fl.transfers;
+      }
+    }
+    // Every flow on a full link stops where it is, growing or waiting.
+    links_[size_t(full)].rem = 0;
+    for (LinkIx li : comp_links_) {
+      const Link& l = links_[size_t(li)];
+      if (l.rem == kInf || free_of(l) > 0) continue;
+      for (FlowIx f : l.active) {
+        Flow& flow = flows_[size_t(f)];
+        if (flow.frozen) continue;
+        flow.frozen = true;
+        --unfrozen;
+      }
+    }
   }
 }
 

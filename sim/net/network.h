@@ -7,12 +7,19 @@
 // identical lockstep transfers that each take a fair share of a link; the
 // simulator always passes 1.
 //
-// Sharing: progressive filling (max-min fairness) over the transfers. With
-// class queues on (the `wire`, `trirace` and `ideal` modes), each link
-// serves lower FlowSpec::level values strictly first: level 0 is filled over
-// the whole network, then level 1 takes what is left, and so on, which is a
-// strict priority queue per traffic class on every link with free
-// preemption. Without class queues every flow is one level.
+// Sharing: progressive filling (max-min fairness) over the transfers. A
+// link with class queues (NetLinkSpec::class_queues) serves lower
+// FlowSpec::level values strictly first, with free preemption; a link
+// without them serves every flow alike (one FIFO), whatever its level.
+// Where every link of a connected set of flows has class queues, level 0
+// is filled over the set, then level 1 takes what is left, and so on; where
+// none has, every flow is one level. Where both kinds meet (the hosts'
+// egress queues honour classes, the switches do not), the flows rise
+// together as in progressive filling, except that a flow waits (at the rate
+// it has) while a more urgent flow still rises at any class queue it
+// crosses; every flow on a link that fills stops there. So a sender's
+// egress queue serves P2P before DENSE, and a FIFO downlink shares the
+// classes that reach it alike, at the rates their senders let through.
 //
 // Time: a flow starts moving `latency_ns` after Start (a message's fixed
 // cost); flows with one `fifo_key` (a TCP connection: one sender, one
@@ -58,6 +65,7 @@ struct NetLinkSpec {
   // idle spell, then bytes_per_s. A burst under one 9000-byte frame is none.
   double burst_bytes = 0;
   double line_bytes_per_s = 0;
+  bool class_queues = false;  // serves lower FlowSpec::level first (strict priority)
 };
 
 // One link a flow crosses.
@@ -70,7 +78,7 @@ struct FlowLink {
 struct FlowSpec {
   std::vector<FlowLink> links;  // no link twice
   double bytes = 0;             // per transfer
-  int level = 0;                // class level, 0 served first (with class queues)
+  int level = 0;                // class level, 0 served first where a link has class queues
   int64_t latency_ns = 0;
   int64_t fifo_key = -1;  // >= 0: one at a time per key, in Start order
   uint64_t cookie = 0;    // handed back when the flow finishes
@@ -84,7 +92,14 @@ struct NetworkStats {
 
 class Network {
  public:
+  // Each link has class queues as its spec says.
+  explicit Network(std::vector<NetLinkSpec> links);
+  // Every link has class queues, or none has.
   Network(std::vector<NetLinkSpec> links, bool class_queues);
+
+  // The burst `spec`'s token bucket allows, 0 where it has none (under one
+  // frame, or a line rate no faster than the sustained one).
+  static double EffectiveBurst(const NetLinkSpec& spec);
 
   // A new counter, 0 bytes; FlowLink::counter names it.
   int AddCounter();
@@ -130,6 +145,7 @@ class Network {
     uint32_t mark = 0;     // solve epoch
     double rem = 0;        // solve scratch: capacity left
     int64_t users = 0;     // solve scratch: unfrozen transfers
+    int top_level = 0;     // solve scratch: the most urgent level still growing
   };
   enum class FlowState : uint8_t { kWaiting, kActive, kDone };
   struct Flow {
@@ -164,12 +180,16 @@ class Network {
   void ScheduleBucket(LinkIx l);
   void MarkDirty(LinkIx l);
   void Solve();
+  // Max-min over the component's flows, level by level with class queues
+  // (by_level) or as one level.
+  void SolveByLevel(int max_level, bool by_level);
+  // Some links of the component have class queues and some have not.
+  void SolveMixed();
 
   std::vector<Link> links_;
   std::vector<Flow> flows_;
   std::vector<FlowIx> free_;  // slots of finished flows
   std::vector<Integrator> counters_;
-  const bool class_queues_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t seq_ = 0;
   int64_t now_ = 0;
@@ -182,6 +202,7 @@ class Network {
   std::vector<LinkIx> comp_links_;
   std::vector<FlowIx> comp_flows_;
   std::vector<double> used_scratch_;
+  std::vector<FlowIx> mixed_growing_;
 };
 
 }  // namespace trirace::sim

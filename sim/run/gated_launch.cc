@@ -133,7 +133,7 @@ void Simulation::SetUpGating() {
   base.clock = &clock_;
   base.start_thread = false;
   sched::PolicyOverrides overrides;
-  overrides.wire_class_priority = mode_.class_queues;
+  overrides.wire_class_priority = mode_.class_marks;
   for (int rank = 0; rank < n; ++rank) {
     RankRun& r = ranks_[size_t(rank)];
     r.opener = std::make_unique<RankGates>(this, rank);
@@ -189,7 +189,7 @@ uint64_t Simulation::ChunkBytesOf(int comm) {
   const uint64_t bytes = sched::CommChunkBytes(uint64_t(ParamInt(ParamId::kChunkBytes)),
                                                ParamInt(ParamId::kChunkUs) * 1000,
                                                uint64_t(ParamInt(ParamId::kChunkMinBytes)), int(hosts.size()),
-                                               slowest, mode_.class_queues);
+                                               slowest, mode_.class_marks);
   chunk_bytes_.emplace(comm, bytes);
   return bytes;
 }

@@ -26,7 +26,7 @@ std::optional<Mode> ModeFromName(std::string_view name) {
   return std::nullopt;
 }
 
-ModeSettings SettingsOf(Mode m) {
+ModeSettings SettingsOf(Mode m, Qos qos) {
   ModeSettings s;
   switch (m) {
     case Mode::kOff: break;
@@ -38,7 +38,7 @@ ModeSettings SettingsOf(Mode m) {
       s.gated = true;
       s.policy = PolicyKind::kPriority;
       break;
-    case Mode::kWire: s.class_queues = true; break;
+    case Mode::kWire: s.class_marks = true; break;
     case Mode::kGate:
       s.gated = true;
       s.policy = PolicyKind::kTrirace;
@@ -46,10 +46,16 @@ ModeSettings SettingsOf(Mode m) {
     case Mode::kTrirace:
       s.gated = true;
       s.policy = PolicyKind::kTrirace;
-      s.class_queues = true;
+      switch (ParamChoice<ClassPrioritySetting>()) {
+        case ClassPrioritySetting::kOn: s.class_marks = true; break;
+        case ClassPrioritySetting::kOff: s.class_marks = false; break;
+        // As NetClassPriorityEnabled() judges the hosts' qdiscs.
+        case ClassPrioritySetting::kAuto: s.class_marks = qos != Qos::kNone; break;
+      }
       break;
     case Mode::kIdeal:
-      s.class_queues = true;
+      s.class_marks = true;
+      s.every_link_honours = true;
       s.front_stage_marks = true;
       return s;
   }
@@ -57,12 +63,12 @@ ModeSettings SettingsOf(Mode m) {
     // As FrontStageFirstEnabled() decides in schedule mode.
     bool front = false;
     switch (ParamChoice<FrontStageFirstSetting>()) {
-      case FrontStageFirstSetting::kOn: front = s.class_queues || s.policy == PolicyKind::kTrirace; break;
+      case FrontStageFirstSetting::kOn: front = s.class_marks || s.policy == PolicyKind::kTrirace; break;
       case FrontStageFirstSetting::kOff: front = false; break;
       case FrontStageFirstSetting::kAuto: front = s.policy == PolicyKind::kTrirace; break;
     }
-    s.front_stage_marks = front && s.class_queues;
-    s.front_stage_gauge = front && !s.class_queues;
+    s.front_stage_marks = front && s.class_marks;
+    s.front_stage_gauge = front && !s.class_marks;
   }
   return s;
 }

@@ -5,6 +5,7 @@
 #include <map>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "sim/run/simulation_state.h"
 #include "sim/run/trace_out.h"
@@ -13,10 +14,22 @@ namespace trirace::sim {
 namespace internal {
 namespace {
 
-std::vector<NetLinkSpec> LinkSpecs(const ClusterLinks& links, bool unlimited) {
+// Whether link `name` honours class marks under `qos`: the hosts' egress
+// queues are the NICs' send sides.
+bool Honours(Qos qos, const std::string& name) {
+  switch (qos) {
+    case Qos::kNone: return false;
+    case Qos::kHost: return absl::StartsWith(name, "nic-tx:");
+    case Qos::kFabric: return true;
+  }
+  return false;
+}
+
+std::vector<NetLinkSpec> LinkSpecs(const ClusterLinks& links, const ModeSettings& mode, bool unlimited) {
   std::vector<NetLinkSpec> specs = links.specs();
-  if (unlimited) {
-    for (NetLinkSpec& s : specs) {
+  for (NetLinkSpec& s : specs) {
+    s.class_queues = mode.every_link_honours || (mode.class_marks && Honours(links.cluster().qos, s.name));
+    if (unlimited) {
       s.bytes_per_s = 0;
       s.burst_bytes = 0;
     }
@@ -37,9 +50,9 @@ Simulation::Simulation(const Cluster& cluster, const Workload& workload, const S
     : cluster_(cluster),
       w_(workload),
       options_(options),
-      mode_(SettingsOf(options.mode)),
+      mode_(SettingsOf(options.mode, cluster.qos)),
       links_(cluster),
-      net_(LinkSpecs(links_, options.unlimited_links), mode_.class_queues) {
+      net_(LinkSpecs(links_, mode_, options.unlimited_links)) {
   const int n = int(w_.ranks.size());
   ranks_.resize(size_t(n));
   urgent_.assign(size_t(n), {});
@@ -539,8 +552,14 @@ absl::StatusOr<ModeResult> Simulation::Run() {
     u.name = spec.name;
     u.gbps = spec.bytes_per_s * 8 / 1e9;
     u.bytes_per_iteration = bytes / iterations;
-    u.utilisation = now_ > 0 ? bytes / (spec.bytes_per_s * double(now_) * 1e-9) : 0;
-    out.busiest_link_ms = std::max(out.busiest_link_ms, u.bytes_per_iteration / spec.bytes_per_s * 1e3);
+    // A token bucket carries at most its burst more than the sustained rate
+    // over any span (tc's tbf: the test bed's links), so the share is of
+    // burst + rate x time, and an iteration takes at least its bytes less
+    // one burst at the rate.
+    const double burst = Network::EffectiveBurst(spec);
+    u.utilisation = now_ > 0 ? bytes / (burst + spec.bytes_per_s * double(now_) * 1e-9) : 0;
+    out.busiest_link_ms =
+        std::max(out.busiest_link_ms, std::max(u.bytes_per_iteration - burst, 0.0) / spec.bytes_per_s * 1e3);
     uses.push_back(std::move(u));
   }
   std::stable_sort(uses.begin(), uses.end(), [](const LinkUse& a, const LinkUse& b) {

@@ -157,5 +157,54 @@ TEST(NetworkTest, CountersIntegrateTheTransfersPointedAtThem) {
   EXPECT_NEAR(net.LinkBytes(0), 2e6, 1e-3);
 }
 
+// Class queues on some links only (trirace sim --qos host): the senders'
+// egress queues ("tx") honour classes, the downlinks ("rx") are one FIFO.
+NetLinkSpec Queue(const char* name, bool classes) { return {name, kGB, 0, 0, classes}; }
+
+// A P2P (level 0) and a DENSE (level 2) flow of 1 MB each on their links
+// from time 0; their finish times.
+std::vector<int64_t> P2pAndDense(std::vector<NetLinkSpec> links, std::vector<FlowLink> p2p,
+                                  std::vector<FlowLink> dense) {
+  Network net(std::move(links));
+  net.Start(Flow(std::move(p2p), 1e6, 0, /*level=*/0), 0);
+  net.Start(Flow(std::move(dense), 1e6, 1, /*level=*/2), 0);
+  return RunAll(net, 2);
+}
+
+TEST(NetworkMixedQueuesTest, AFifoDownlinkSharesTheClassesThatReachItAlike) {
+  // P2P from one host and DENSE from another meet on a FIFO downlink: half
+  // each. With class queues there too (--qos fabric), P2P goes first.
+  EXPECT_THAT(P2pAndDense({Queue("tx0", true), Queue("tx1", true), Queue("rx", false)}, {{0}, {2}}, {{1}, {2}}),
+              ::testing::ElementsAre(2'000'000, 2'000'000));
+  EXPECT_THAT(P2pAndDense({Queue("tx0", true), Queue("tx1", true), Queue("rx", true)}, {{0}, {2}}, {{1}, {2}}),
+              ::testing::ElementsAre(1'000'000, 2'000'000));
+}
+
+TEST(NetworkMixedQueuesTest, TheEgressQueueHoldsBackWhatItsDownlinksWouldShare) {
+  // P2P and DENSE leave one host for two receivers: the egress queue sends
+  // P2P alone, so DENSE takes no share of anything until P2P is done.
+  // Without any class queue they share the egress.
+  EXPECT_THAT(P2pAndDense({Queue("tx", true), Queue("rx0", false), Queue("rx1", false)}, {{0}, {1}}, {{0}, {2}}),
+              ::testing::ElementsAre(1'000'000, 2'000'000));
+  EXPECT_THAT(P2pAndDense({Queue("tx", false), Queue("rx0", false), Queue("rx1", false)}, {{0}, {1}}, {{0}, {2}}),
+              ::testing::ElementsAre(2'000'000, 2'000'000));
+}
+
+TEST(NetworkMixedQueuesTest, AWaitingClassTakesWhatTheUrgentOneLeaves) {
+  // a (P2P) leaves tx0 for rx0; b (DENSE) leaves tx0 for rx1; c (DENSE)
+  // leaves tx1 for rx0. a and c halve rx0; b then takes the half of tx0
+  // that a leaves. Once a is done (0.5 MB at 0.5 GB/s), b and c each have
+  // a link to themselves for their last 0.5 MB.
+  Network net({Queue("tx0", true), Queue("tx1", true), Queue("rx0", false), Queue("rx1", false)});
+  net.Start(Flow({{0}, {2}}, 0.5e6, 0, /*level=*/0), 0);
+  net.Start(Flow({{0}, {3}}, 1e6, 1, /*level=*/2), 0);
+  net.Start(Flow({{1}, {2}}, 1e6, 2, /*level=*/2), 0);
+  const std::vector<int64_t> done = RunAll(net, 3);
+  EXPECT_EQ(done[0], 1'000'000);
+  EXPECT_EQ(done[1], 1'500'000);
+  EXPECT_EQ(done[2], 1'500'000);
+  EXPECT_NEAR(net.LinkBytes(0), 1.5e6, 1e-3);
+}
+
 }  // namespace
 }  // namespace trirace::sim

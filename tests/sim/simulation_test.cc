@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/env_guard.h"
 #include "config.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -54,6 +55,79 @@ TEST(SimulationTest, TheSameInputsGiveTheSameFiguresBitForBit) {
   }
 }
 
+Cluster BedWithQos(Qos qos) {
+  ClusterOptions o;
+  o.qos = qos;
+  absl::StatusOr<Cluster> c = MakeCluster("testbed", o);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+TEST(SimulationQosTest, MarksThatNoQueueHonoursChangeNothingAndTheIdealIgnoresTheQos) {
+  const Workload w = Preset("contention");
+  EXPECT_EQ(Bed().qos, Qos::kFabric) << "the bed's default, as run_e2e.sh brings it up (--prio)";
+  const Cluster none = BedWithQos(Qos::kNone), host = BedWithQos(Qos::kHost), fabric = BedWithQos(Qos::kFabric);
+  const ModeResult off = testing::RunMode(none, w, Mode::kOff);
+  const ModeResult wire_none = testing::RunMode(none, w, Mode::kWire);
+  EXPECT_EQ(wire_none.iteration_ms, off.iteration_ms) << "wire with no class queue is off";
+  const ModeResult wire_host = testing::RunMode(host, w, Mode::kWire);
+  const ModeResult wire_fabric = testing::RunMode(fabric, w, Mode::kWire);
+  EXPECT_LT(wire_fabric.iteration_ms_median, off.iteration_ms_median);
+  EXPECT_NE(wire_host.iteration_ms, off.iteration_ms) << "the egress queues act";
+  EXPECT_NE(wire_host.iteration_ms, wire_fabric.iteration_ms) << "the downlinks' queues act too";
+  // The ideal is the target in every setting: strict priority everywhere.
+  const ModeResult ideal_none = testing::RunMode(none, w, Mode::kIdeal);
+  EXPECT_EQ(ideal_none.iteration_ms, testing::RunMode(fabric, w, Mode::kIdeal).iteration_ms);
+  EXPECT_EQ(ideal_none.iteration_ms, testing::RunMode(host, w, Mode::kIdeal).iteration_ms);
+  // The same inputs give the same figures with mixed queues as well.
+  EXPECT_EQ(wire_host.iteration_ms, testing::RunMode(host, w, Mode::kWire).iteration_ms);
+}
+
+TEST(SimulationQosTest, WhereNoQueueHonoursTheMarksTheTriracePolicyGatesAloneUnlessForced) {
+  // TRIRACE_NET_CLASS_PRIORITY=auto, as the shim decides from the qdiscs:
+  // no marks where nothing honours them, so trirace is gate.
+  const Workload w = Preset("contention");
+  const Cluster none = BedWithQos(Qos::kNone);
+  const ModeResult gate = testing::RunMode(none, w, Mode::kGate);
+  EXPECT_EQ(testing::RunMode(none, w, Mode::kTrirace).iteration_ms, gate.iteration_ms);
+  // Forced on (an administrator vouching for a QoS the hosts cannot
+  // see), the policy counts on marks that nothing honours here.
+  EnvGuard env;
+  env.Set("TRIRACE_NET_CLASS_PRIORITY", "on").Apply();
+  EXPECT_NE(testing::RunMode(none, w, Mode::kTrirace).iteration_ms, gate.iteration_ms);
+}
+
+TEST(SimulationQosTest, EachBuiltInClusterStatesItsQos) {
+  for (const auto& [name, qos] : {std::pair<std::string, Qos>{"dgx-h100", Qos::kNone},
+                                  {"pcie-2nic", Qos::kNone}, {"testbed", Qos::kFabric}}) {
+    absl::StatusOr<Cluster> c = MakeCluster(name, {});
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->qos, qos) << name;
+    ClusterOptions o;
+    o.qos = Qos::kHost;
+    EXPECT_EQ(MakeCluster(name, o)->qos, Qos::kHost) << name;
+  }
+  for (Qos q : {Qos::kNone, Qos::kHost, Qos::kFabric}) EXPECT_EQ(QosFromName(QosName(q)), q);
+  EXPECT_EQ(QosFromName("strict"), std::nullopt);
+}
+
+TEST(SimulationTest, ATokenBucketsBurstCountsInTheBoundAndTheLinksShare) {
+  // `tiny` is short enough that the bed's bursts at the 10 Gbit/s line
+  // carry a share of its bytes: the bound and the link use allow for them.
+  ClusterOptions o;
+  o.hosts = 2;
+  absl::StatusOr<Cluster> bed = MakeCluster("testbed", o);
+  ASSERT_TRUE(bed.ok()) << bed.status();
+  ASSERT_GT(bed->burst_bytes, 0);
+  absl::StatusOr<Comparison> c = CompareModes(*bed, Preset("tiny", 4), {Mode::kOff, Mode::kTrirace});
+  ASSERT_TRUE(c.ok()) << c.status();
+  for (const ModeResult& r : c->modes) {
+    SCOPED_TRACE(ModeName(r.mode));
+    EXPECT_LE(c->bound_ms, r.iteration_ms_median);
+    for (const LinkUse& u : r.busiest) EXPECT_LE(u.utilisation, 1.0 + 1e-9) << u.name;
+  }
+}
+
 class BoundsTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(BoundsTest, TheBoundIsBelowTheIdealAndTheIdealBelowEveryMode) {
@@ -80,7 +154,7 @@ TEST(SimulationTest, GatedModesRunTheRealEngineWithTheRealPolicies) {
     // Every op went through an engine; its policy is the one the shim's
     // factory makes for the mode.
     EXPECT_GT(r.tasks, 0u);
-    EXPECT_EQ(r.policy, std::string(sched::MakePolicy(SettingsOf(m).policy)->name()));
+    EXPECT_EQ(r.policy, std::string(sched::MakePolicy(SettingsOf(m, bed.qos).policy)->name()));
     EXPECT_FALSE(r.release_reasons.empty());
   }
   // Ungated modes have no engine.

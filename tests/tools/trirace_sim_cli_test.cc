@@ -36,6 +36,36 @@ TEST(TriraceSimCliTest, AWorkloadPrintsEveryModeTheIdealAndTheBoundAsJson) {
   EXPECT_NEAR(j["modes"]["off"]["speedup"].get<double>(), 1.0, 1e-9);
 }
 
+TEST(TriraceSimCliTest, TheQosIsEchoedAndMarksNothingHonoursGainNothing) {
+  auto fabric = RunProcess(Sim({"--cluster", "testbed", "--preset", "contention", "--json", "--modes", "off,wire", "--",
+                                "--iterations", "5"}));
+  ASSERT_EQ(fabric.exit_code, 0) << fabric.err;
+  const nlohmann::json jf = nlohmann::json::parse(fabric.out);
+  EXPECT_EQ(jf["qos"], "fabric") << "the bed's own";
+  EXPECT_THAT(jf["cluster"].get<std::string>(), HasSubstr("class queues: fabric"));
+  EXPECT_GT(jf["modes"]["wire"]["speedup"].get<double>(), 1.0);
+  auto none = RunProcess(Sim({"--cluster", "testbed", "--qos", "none", "--preset", "contention", "--json", "--modes",
+                              "off,wire", "--", "--iterations", "5"}));
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  const nlohmann::json jn = nlohmann::json::parse(none.out);
+  EXPECT_EQ(jn["qos"], "none");
+  EXPECT_EQ(jn["modes"]["wire"]["speedup"].get<double>(), 1.0);
+  EXPECT_EQ(jn["ideal_ms"], jf["ideal_ms"]) << "the ideal is strict priority everywhere, whatever the QoS";
+}
+
+TEST(TriraceSimCliTest, WithoutHostsTheClusterIsSizedFromTheLayout) {
+  // 4 ranks of `tiny` on the bed's 2 a host; 64 GPUs on dgx-h100's 8.
+  auto tiny = RunProcess(Sim({"--cluster", "testbed", "--preset", "tiny", "--modes", "off", "--json"}));
+  ASSERT_EQ(tiny.exit_code, 0) << tiny.err;
+  EXPECT_THAT(nlohmann::json::parse(tiny.out)["cluster"].get<std::string>(), HasSubstr("2 hosts x 2 ranks"));
+  auto model = RunProcess(Sim({"--cluster", "dgx-h100", "--model", "gpt-1.3b", "--pp", "4", "--dp", "16",
+                               "--iterations", "2", "--warmup", "1", "--modes", "off", "--json"}));
+  ASSERT_EQ(model.exit_code, 0) << model.err;
+  const nlohmann::json j = nlohmann::json::parse(model.out);
+  EXPECT_THAT(j["cluster"].get<std::string>(), HasSubstr("8 hosts x 8 ranks"));
+  EXPECT_EQ(j["ranks"], 64);
+}
+
 TEST(TriraceSimCliTest, ACollectivePrintsNcclTestsBandwidths) {
   auto r = RunProcess(Sim({"--cluster", "dgx-h100", "--hosts", "2", "--collective", "allreduce", "--bytes",
                            "1073741824", "--json"}));
@@ -119,8 +149,18 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadInput{{"--cluster", "nope", "--collective", "allreduce", "--bytes", "8"}, "--cluster 'nope': expected one of"},
         BadInput{{"--cluster", "dgx-h100", "--model", "gpt-9", "--pp", "4", "--dp", "8"}, "--model 'gpt-9'"},
-        BadInput{{"--cluster", "dgx-h100", "--model", "gpt-1.3b", "--pp", "2", "--dp", "8"},
+        BadInput{{"--cluster", "dgx-h100", "--hosts", "4", "--model", "gpt-1.3b", "--pp", "2", "--dp", "8"},
                  "= 16 GPUs, but cluster dgx-h100 has 32"},
+        BadInput{{"--cluster", "testbed", "--preset", "nope"}, "rails-split, rails-shared"},
+        BadInput{{"--cluster", "testbed", "--gbps", "1e308", "--preset", "contention"},
+                 "expected a rate > 0 and at most 100000 Gbit/s"},
+        BadInput{{"--cluster", "testbed", "--preset", "contention", "--microbatches", "-3"},
+                 "--microbatches goes with --model; --preset does not read it"},
+        BadInput{{"--cluster", "testbed", "--preset", "contention", "--bytes", "8"}, "--bytes goes with --collective"},
+        BadInput{{"--cluster", "dgx-h100", "--hosts", "100000", "--model", "gpt-1.3b", "--pp", "8", "--dp", "100000"},
+                 "--hosts 100000: expected a count >= 1 and at most 16384"},
+        BadInput{{"--cluster", "dgx-h100", "--model", "gpt-1.3b", "--pp", "8", "--dp", "100000"},
+                 "the workload has 800000 ranks; the simulator takes at most 16384"},
         BadInput{{"--cluster", "dgx-h100", "--hosts", "8", "--model", "bert-large", "--pp", "32", "--dp", "2"},
                  "more than the 24 layers"},
         BadInput{{"--cluster", "dgx-h100", "--model", "gpt-1.3b", "--pp", "4", "--dp", "8", "--schedule", "zigzag"},
@@ -132,6 +172,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{{"--cluster", "testbed", "--hosts", "0", "--preset", "contention"}, "--hosts 0: expected a count >= 1"},
         BadInput{{"--cluster", "testbed", "--hosts", "3", "--preset", "contention"}, "runs 8 ranks but cluster"},
         BadInput{{"--cluster", "testbed", "--gbps", "-1", "--preset", "contention"}, "--gbps -1"},
+        BadInput{{"--cluster", "testbed", "--qos", "strict", "--preset", "contention"},
+                 "--qos 'strict': expected none, host or fabric"},
         BadInput{{"--cluster", "testbed", "--replay", "/nonexistent-trace-dir"}, "--replay /nonexistent-trace-dir"},
         BadInput{{"--cluster", "testbed", "--collective", "allreduce", "--bytes", "8", "--modes", "off,wire"},
                  "--collective runs one mode"},

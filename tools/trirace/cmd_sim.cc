@@ -2,6 +2,7 @@
 // ideal and the bound (docs/simulation.md; sim/).
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -29,7 +30,7 @@ namespace {
 struct SimFlags {
   std::string cluster;
   sim::ClusterOptions cluster_options;
-  std::string fabric, transport;
+  std::string fabric, transport, qos;
   std::optional<double> latency_us;
   double compute_scale = 1;
   std::string decide_at = "call";
@@ -77,16 +78,57 @@ absl::StatusOr<std::vector<sim::Mode>> ParseModes(const std::string& text) {
   return out;
 }
 
-int RunSim(SimFlags& f) {
+// Flags that only --model reads, and those only --collective reads.
+constexpr const char* kModelFlags[] = {"--pp",       "--dp",        "--tp",         "--order",    "--schedule",
+                                       "--microbatches", "--micro-batch-size", "--chunks", "--bucket-mb",
+                                       "--moe-every", "--iterations", "--warmup",     "--tflops",   "--mem-gbps"};
+constexpr const char* kCollectiveFlags[] = {"--bytes", "--ranks"};
+
+// The simulator's size limits: a rate past this is no NIC (and overflows
+// the flows' times), and past this many ranks a run needs more memory and
+// time than it is worth (8192 GPUs: 1.5 GiB and about a minute; memory
+// grows linearly, docs/simulation.md "Scale of the simulator").
+constexpr double kMaxGbps = 1e5;
+constexpr int kMaxRanks = 16384;
+
+// The hosts a workload of `ranks` ranks needs at `per_host` ranks a host.
+int HostsFor(int ranks, int per_host) { return (ranks + per_host - 1) / std::max(per_host, 1); }
+
+int RunSim(SimFlags& f, const CLI::App& app) {
   const int picked = int(!f.preset.empty()) + int(!f.model.empty()) + int(!f.replay.empty()) + int(!f.collective.empty());
   if (picked != 1) return Usage("give exactly one workload: --preset, --model, --replay or --collective");
+  const char* workload_flag = !f.preset.empty() ? "--preset" : !f.replay.empty() ? "--replay" : "--collective";
+  if (f.model.empty()) {
+    for (const char* flag : kModelFlags) {
+      if (app.count(flag) > 0) {
+        return Usage(absl::StrCat(flag, " goes with --model; ", workload_flag, " does not read it",
+                                  f.preset.empty() ? "" : " (give examples/hybrid_parallel's own flags after --)"));
+      }
+    }
+  }
+  if (f.collective.empty()) {
+    for (const char* flag : kCollectiveFlags) {
+      if (app.count(flag) > 0) return Usage(absl::StrCat(flag, " goes with --collective"));
+    }
+  }
+  if (!f.preset.empty() && !sim::IsRailsPreset(f.preset)) {
+    std::vector<std::string> names = hybrid::PresetNames();
+    names.insert(names.end(), {"rails-split", "rails-shared"});
+    if (std::find(names.begin(), names.end(), f.preset) == names.end()) {
+      return Usage(absl::StrCat("--preset '", f.preset, "': expected one of ", absl::StrJoin(names, ", ")));
+    }
+  }
   if (!f.preset_flags.empty() && f.preset.empty()) return Usage("flags after -- go with --preset only");
   if (f.hosts) {
-    if (*f.hosts < 1) return Usage(absl::StrCat("--hosts ", *f.hosts, ": expected a count >= 1"));
+    if (*f.hosts < 1 || *f.hosts > kMaxRanks) {
+      return Usage(absl::StrCat("--hosts ", *f.hosts, ": expected a count >= 1 and at most ", kMaxRanks));
+    }
     f.cluster_options.hosts = *f.hosts;
   }
   if (f.gbps) {
-    if (!(*f.gbps > 0)) return Usage(absl::StrCat("--gbps ", *f.gbps, ": expected a rate > 0 in Gbit/s"));
+    if (!(*f.gbps > 0 && *f.gbps <= kMaxGbps)) {
+      return Usage(absl::StrCat("--gbps ", *f.gbps, ": expected a rate > 0 and at most ", kMaxGbps, " Gbit/s"));
+    }
     f.cluster_options.gbps = *f.gbps;
   }
   if (!f.fabric.empty()) {
@@ -99,6 +141,10 @@ int RunSim(SimFlags& f) {
     if (f.transport == "socket") f.cluster_options.transport = sim::Transport::kSocket;
     else if (f.transport == "rdma") f.cluster_options.transport = sim::Transport::kRdma;
     else return Usage("--transport '" + f.transport + "': expected socket or rdma");
+  }
+  if (!f.qos.empty()) {
+    f.cluster_options.qos = sim::QosFromName(f.qos);
+    if (!f.cluster_options.qos) return Usage("--qos '" + f.qos + "': expected none, host or fabric");
   }
   const std::string mode_list =
       f.modes ? *f.modes : (f.collective.empty() ? "off,fifo,priority,wire,gate,trirace" : "off");
@@ -128,6 +174,32 @@ int RunSim(SimFlags& f) {
   base.decide_at_stream = f.decide_at == "stream";
   absl::StatusOr<sim::Cluster> cluster = sim::MakeCluster(f.cluster, f.cluster_options);
   if (!cluster.ok()) return Usage(std::string(cluster.status().message()));
+  if (!f.hosts) {
+    // No --hosts: as many as the workload's layout fills.
+    std::optional<int64_t> needed;
+    if (!f.preset.empty() && !sim::IsRailsPreset(f.preset)) {
+      hybrid::Config c;
+      std::string error;
+      std::vector<std::string> args = {"--preset", f.preset};
+      args.insert(args.end(), f.preset_flags.begin(), f.preset_flags.end());
+      if (hybrid::ParseArgs(args, &c, &error)) needed = c.world_size();
+    } else if (!f.model.empty() && f.training.pp > 0 && f.training.dp > 0 && f.training.tp > 0) {
+      needed = int64_t(f.training.pp) * f.training.dp * f.training.tp;
+    }
+    if (needed && *needed > kMaxRanks) {
+      return Usage(absl::StrCat("the workload has ", *needed, " ranks; the simulator takes at most ", kMaxRanks,
+                                " (memory grows by about 0.2 MiB a rank)"));
+    }
+    if (needed && *needed != cluster->ranks() && *needed % cluster->ranks_per_host == 0) {
+      f.cluster_options.hosts = int(*needed / cluster->ranks_per_host);
+      cluster = sim::MakeCluster(f.cluster, f.cluster_options);
+      if (!cluster.ok()) return Usage(std::string(cluster.status().message()));
+    }
+  }
+  if (cluster->ranks() > kMaxRanks) {
+    return Usage(absl::StrCat("cluster ", cluster->name, " has ", cluster->ranks(), " ranks (", cluster->hosts(),
+                              " hosts x ", cluster->ranks_per_host, "); the simulator takes at most ", kMaxRanks));
+  }
   if (f.latency_us) {
     if (!(*f.latency_us >= 0)) return Usage(absl::StrCat("--latency-us ", *f.latency_us, ": expected >= 0"));
     cluster->net_latency_ns = int64_t(*f.latency_us * 1000);
@@ -170,6 +242,15 @@ int RunSim(SimFlags& f) {
   } else if (!f.replay.empty()) {
     workload = sim::ReplayWorkload(f.replay);
     if (!workload.ok()) return Usage(std::string(workload.status().message()));
+    if (!f.hosts && int(workload->ranks.size()) > cluster->ranks()) {
+      // No --hosts: as many as the trace's ranks fill.
+      f.cluster_options.hosts = HostsFor(int(workload->ranks.size()), cluster->ranks_per_host);
+      absl::StatusOr<sim::Cluster> sized = sim::MakeCluster(f.cluster, f.cluster_options);
+      if (!sized.ok()) return Usage(std::string(sized.status().message()));
+      sized->compute_scale = cluster->compute_scale;
+      sized->net_latency_ns = cluster->net_latency_ns;
+      *cluster = *std::move(sized);
+    }
     if (int(workload->ranks.size()) > cluster->ranks()) {
       return Usage(absl::StrCat("--replay ", f.replay, " has ", workload->ranks.size(), " ranks but cluster ",
                                 cluster->name, " has ", cluster->ranks(), "; set --hosts / --ranks-per-host"));
@@ -228,7 +309,8 @@ Command AddSimCommand(CLI::App& trirace) {
   app->footer(
       "Simulates a workload on a cluster in every mode, with the real scheduler in simulated time: iteration\n"
       "time, speed-up against off, share of the possible gain, busiest links; the ideal and the bound beside them.\n"
-      "  trirace sim --cluster NAME|FILE [--hosts N] [--gbps G] [--modes off,trirace,...] [--json] [--trace FILE]\n"
+      "  trirace sim --cluster NAME|FILE [--hosts N] [--gbps G] [--qos none|host|fabric] [--modes off,trirace,...]\n"
+      "              [--json] [--trace FILE]\n"
       "              ( --preset NAME [-- <hybrid_parallel flags>]\n"
       "              | --model NAME --pp P --dp D [--tp T] --schedule 1f1b|interleaved|2bw|gpipe --microbatches M\n"
       "              | --replay TRACE_DIR\n"
@@ -237,7 +319,8 @@ Command AddSimCommand(CLI::App& trirace) {
   app->add_option("--cluster", f->cluster, "dgx-h100, pcie-2nic, testbed, or a JSON topology spec file")
       ->type_name("NAME|FILE")
       ->required();
-  app->add_option("--hosts", f->hosts, "nodes (default: the cluster's)")->type_name("N");
+  app->add_option("--hosts", f->hosts, "nodes (default: as many as the workload's ranks fill, else the cluster's)")
+      ->type_name("N");
   app->add_option("--gbps", f->gbps, "every NIC's rate, Gbit/s (default: the cluster's)")->type_name("G");
   app->add_option("--ranks-per-host", f->cluster_options.ranks_per_host, "ranks per node (default: GPUs per node)")
       ->type_name("R");
@@ -250,6 +333,11 @@ Command AddSimCommand(CLI::App& trirace) {
   app->add_option("--nics", f->cluster_options.nics, "testbed: NICs (rails) per host (default 1; the rails-* presets 2)")
       ->type_name("N");
   app->add_option("--transport", f->transport, "socket (eager sends) or rdma (receiver-ready)")->type_name("KIND");
+  app->add_option("--qos", f->qos,
+                  "which queues honour the class marks: none, host (the hosts' egress only) or fabric (every "
+                  "link); default: the cluster's (dgx-h100, pcie-2nic, a spec file: none; testbed: fabric, as "
+                  "testbed.sh --prio)")
+      ->type_name("none|host|fabric");
   app->add_option("--latency-us", f->latency_us, "a message's latency between hosts, us (default: the cluster's)")
       ->type_name("US");
   app->add_option("--modes", f->modes,
@@ -263,7 +351,9 @@ Command AddSimCommand(CLI::App& trirace) {
   app->add_option("--trace-mode", f->trace_mode, "the mode --trace records (default: the last of --modes)")
       ->type_name("MODE");
   app->add_option("--preset", f->preset,
-                  "a bench/e2e preset of examples/hybrid_parallel, or rails-split / rails-shared (two jobs)")
+                  absl::StrCat("a bench/e2e preset of examples/hybrid_parallel (",
+                               absl::StrJoin(hybrid::PresetNames(), ", "),
+                               ") or two jobs on the 2-rail test bed (rails-split, rails-shared)"))
       ->type_name("NAME");
   app->add_option("--model", f->model, "bert-large, gpt2-xl, gpt-1.3b or gpt-7b")->type_name("NAME");
   app->add_option("--pp", f->training.pp, "pipeline stages")->type_name("P");
@@ -301,7 +391,7 @@ Command AddSimCommand(CLI::App& trirace) {
   app->add_option("--bytes", f->bytes, "the collective's size, as nccl-tests counts it")->type_name("N");
   app->add_option("--ranks", f->ranks, "the collective's ranks (default: all)")->type_name("N");
   app->add_option("flags", f->preset_flags, "hybrid_parallel flags for --preset, after --")->type_name("");
-  return {app, [f] { return RunSim(*f); }};
+  return {app, [f, app] { return RunSim(*f, *app); }};
 }
 
 }  // namespace trirace::tools

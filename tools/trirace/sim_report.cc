@@ -18,9 +18,9 @@ double Round(double v, double unit) { return std::round(v / unit) * unit; }
 std::string ClusterLine(const sim::Cluster& c) {
   const topo::Host& h = c.system.hosts[0];
   std::string nics = h.nics.empty() ? "no NIC" : absl::StrFormat("%zu x %g Gbit/s", h.nics.size(), h.nics[0].gbps);
-  return absl::StrFormat("%s: %d hosts x %d ranks, %s, %s fabric, %s", c.name, c.hosts(), c.ranks_per_host, nics,
-                         topo::FabricKindName(c.system.fabric.kind),
-                         c.transport == sim::Transport::kSocket ? "sockets" : "RDMA");
+  return absl::StrFormat("%s: %d hosts x %d ranks, %s, %s fabric, %s, class queues: %s", c.name, c.hosts(),
+                         c.ranks_per_host, nics, topo::FabricKindName(c.system.fabric.kind),
+                         c.transport == sim::Transport::kSocket ? "sockets" : "RDMA", sim::QosName(c.qos));
 }
 
 ojson ModeJson(const sim::Comparison& c, const sim::ModeResult& r, bool timing) {
@@ -71,6 +71,7 @@ std::string SimWorkloadReport(const sim::Cluster& cluster, const sim::Workload& 
     ojson j;
     j["workload"] = w.name;
     j["cluster"] = ClusterLine(cluster);
+    j["qos"] = std::string(sim::QosName(cluster.qos));
     j["ranks"] = w.ranks.size();
     ojson modes = ojson::object();
     for (const sim::ModeResult& r : c.modes) modes[std::string(sim::ModeName(r.mode))] = ModeJson(c, r, o.timing);
@@ -136,6 +137,7 @@ std::string SimCollectiveReport(const sim::Cluster& cluster, const sim::Workload
     j["mode"] = std::string(sim::ModeName(r.mode));
     j["workload"] = w.name;
     j["cluster"] = ClusterLine(cluster);
+    j["qos"] = std::string(sim::QosName(cluster.qos));
     return j.dump(1) + "\n";
   }
   return absl::StrFormat("trirace sim: %s on %s (mode %s)\n%12s %12s %12s\n%12.3f %12.3f %12.3f\n", w.name,
