@@ -1,13 +1,18 @@
 // The `trirace` command, run as a child process.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/params.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -57,6 +62,17 @@ TEST(TriraceCliTest, VersionPrintsTheProjectVersion) {
   EXPECT_THAT(r.out, HasSubstr("NCCL headers 2."));
 }
 
+TEST(TriraceCliTest, VersionFlagPrintsWhatTheVersionCommandPrints) {
+  auto command = RunProcess({TRIRACE_EXE, "version"});
+  ASSERT_EQ(command.exit_code, 0) << command.err;
+  auto flag = RunProcess({TRIRACE_EXE, "--version"});
+  EXPECT_EQ(flag.exit_code, 0) << flag.err;
+  EXPECT_EQ(flag.out, command.out);
+  EXPECT_EQ(flag.err, "");
+  auto top = RunProcess({TRIRACE_EXE, "--help"});
+  EXPECT_THAT(top.out, HasSubstr("--version"));
+}
+
 TEST(TriraceCliTest, EnvPrintsEveryRegisteredParamWithValueAndSource) {
   auto r = RunProcess({TRIRACE_EXE, "env"}, {{"TRIRACE_MODE", "schedule"}}, {"TRIRACE_POLICY"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -83,6 +99,17 @@ TEST(TriraceCliTest, EnvPrintsEveryRegisteredParamWithValueAndSource) {
     }
   }
   EXPECT_TRUE(saw_mode && saw_policy) << r.out;
+}
+
+// `trirace env` is read by users, who do not know the scheduler's rule
+// numbers or the issue tracker: a rule is named only after the plain words,
+// as "rule R14 in docs/scheduler.md".
+TEST(TriraceCliTest, EnvDescriptionsUseNoBareRuleTagsOrIssueNumbers) {
+  auto r = RunProcess({TRIRACE_EXE, "env"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = std::regex_replace(r.out, std::regex(R"(rule R[0-9]+ in docs/scheduler\.md)"), "");
+  std::smatch tag;
+  EXPECT_FALSE(std::regex_search(text, tag, std::regex(R"(\bR[0-9]+\b|#[0-9]+)"))) << tag.str(0) << " in\n" << r.out;
 }
 
 TEST(TriraceCliTest, EnvWarnsAboutABadValueOnStderr) {
@@ -298,6 +325,17 @@ TEST(TriraceCliTest, TopoDrawsThePicture) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(TriraceCliTest, TopoHelpNamesEveryFileKindFromReads) {
+  auto r = RunProcess({TRIRACE_EXE, "topo", "--help"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t from = r.out.find("  --from FILE");
+  ASSERT_NE(from, std::string::npos) << r.out;
+  const std::string line = r.out.substr(from, r.out.find('\n', from) - from);
+  for (const char* kind : {"NCCL topology XML", "hwloc XML", "TriRace JSON spec"}) {
+    EXPECT_THAT(line, HasSubstr(kind));
+  }
+}
+
 TEST(TriraceCliTest, TopoNeedsAReadableFile) {
   auto missing = RunProcess({TRIRACE_EXE, "topo", "--from", "/nonexistent/topo.json"});
   EXPECT_EQ(missing.exit_code, 1);
@@ -331,6 +369,53 @@ TEST(TriraceCliTest, HelpForEveryCommandAndUnknownCommand) {
   auto bad = RunProcess({TRIRACE_EXE, "frobnicate"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.err, HasSubstr("unknown command \"frobnicate\""));
+}
+
+// The command names under "commands:" in `trirace --help`.
+std::vector<std::string> HelpCommands(const std::string& help) {
+  std::vector<std::string> names;
+  const size_t at = help.find("\ncommands:\n");
+  if (at == std::string::npos) return names;
+  std::istringstream lines(help.substr(at + 11));
+  std::string line;
+  while (std::getline(lines, line) && absl::StartsWith(line, "  ")) {
+    names.push_back(std::vector<std::string>(absl::StrSplit(line, ' ', absl::SkipEmpty()))[0]);
+  }
+  return names;
+}
+
+// The command names of the README's "The `trirace` command" block, in order.
+std::vector<std::string> ReadmeCommands() {
+  std::ifstream in(TRIRACE_README);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string readme = text.str();
+  const size_t section = readme.find("## The `trirace` command\n\n```\n");
+  if (section == std::string::npos) return {};
+  const size_t begin = readme.find("```\n", section) + 4;
+  std::vector<std::string> names;
+  for (absl::string_view line : absl::StrSplit(readme.substr(begin, readme.find("```", begin) - begin), '\n')) {
+    if (!absl::ConsumePrefix(&line, "trirace ")) continue;
+    names.emplace_back(line.substr(0, line.find(' ')));
+  }
+  return names;
+}
+
+// A new user reads the README's list next to `trirace --help`: the same
+// commands in the same order. sim and doctor come with their modules, so a
+// build without one lists the others.
+TEST(TriraceCliTest, TheReadmeListsTheCommandsOfTheHelp) {
+  auto top = RunProcess({TRIRACE_EXE, "--help"});
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  const std::vector<std::string> help = HelpCommands(top.out);
+  ASSERT_FALSE(help.empty()) << top.out;
+  std::vector<std::string> readme = ReadmeCommands();
+  ASSERT_FALSE(readme.empty()) << "no command block in " << TRIRACE_README;
+  const std::set<std::string> listed(help.begin(), help.end());
+  readme.erase(std::remove_if(readme.begin(), readme.end(),
+                              [&](const std::string& c) { return (c == "sim" || c == "doctor") && !listed.count(c); }),
+               readme.end());
+  EXPECT_EQ(readme, help) << top.out;
 }
 
 }  // namespace

@@ -281,8 +281,11 @@ Command AddTopoCommand(CLI::App& trirace) {
     std::string png;
   };
   auto state = std::make_shared<State>();
-  CLI::App* cmd = trirace.add_subcommand("topo", "the hosts, GPUs, NICs and rails of this machine or a topology file");
-  cmd->add_option("--from", state->from, "a TriRace JSON spec or an NCCL topology XML instead of this machine")
+  CLI::App* cmd = trirace.add_subcommand(
+      "topo", "the hosts, GPUs, NICs, rails and paths of this machine or of a topology file");
+  cmd->add_option("--from", state->from,
+                  "read this file instead of this machine: an NCCL topology XML, an hwloc XML export "
+                  "(read with the module lib/libtrirace-topo-hwloc.so) or a TriRace JSON spec")
       ->type_name("FILE");
   CLI::Option* json = cmd->add_flag("--json", state->json, "print the model as JSON, for scripts");
   CLI::Option* paths = cmd->add_flag("--paths", state->paths,
@@ -295,18 +298,18 @@ Command AddTopoCommand(CLI::App& trirace) {
   paths->excludes(spec);
   png->excludes(json)->excludes(paths)->excludes(spec);
   cmd->footer(
-      "Discovers this machine (hwloc where built, sysfs, libibverbs, NVML), or reads a\n"
-      "topology file (a TriRace JSON spec or an NCCL topology XML, told apart by content;\n"
-      "docs/topology.md), and prints per host its NUMA nodes, PCIe switches, GPUs and\n"
+      "Discovers this machine (hwloc where built, sysfs, libibverbs, NVML), or reads a topology\n"
+      "file (an NCCL topology XML, an hwloc XML export or a TriRace JSON spec, told apart by\n"
+      "content; docs/topology.md), and prints per host its NUMA nodes, PCIe switches, GPUs and\n"
       "NICs: bus ids, rails, rates, link layers, the NIC each GPU uses with NCCL's path type\n"
-      "(PIX, PXB, PHB, SYS) and where each fact came from. --json prints the same as JSON\n"
-      "(per GPU: pci, numa, dev, nic, nic_pci, rail, path; per NIC: name, pci, numa, port,\n"
-      "rail, gbps, link_layer; null where a GPU has no NIC). --paths prints, for each GPU of\n"
-      "the first host, the links to the same GPU of the second host (or to GPU 0 of the\n"
-      "first when there is no second). An NCCL XML describes one host, keyed \"localhost\";\n"
-      "this machine is keyed TRIRACE_HOST_ID or its host name, and what discovery did not\n"
-      "find is listed as notes (\"notes\" in JSON). --png FILE draws the model with Graphviz.\n"
-      "--spec writes a TriRace JSON spec, the format the shim's TRIRACE_TOPO_FILE reads.");
+      "(PIX, PXB, PHB, SYS) and where each fact came from. --json prints the same as JSON (per\n"
+      "GPU: pci, numa, dev, nic, nic_pci, rail, path; per NIC: name, pci, numa, port, rail,\n"
+      "gbps, link_layer; null where a GPU has no NIC). --paths prints, for each GPU of the\n"
+      "first host, the links to the same GPU of the second host (or to GPU 0 of the first when\n"
+      "there is no second). An NCCL or hwloc XML describes one host, keyed \"localhost\"; this\n"
+      "machine is keyed TRIRACE_HOST_ID or its host name, and what discovery did not find is\n"
+      "listed as notes (\"notes\" in JSON). --png FILE draws the model with Graphviz. --spec\n"
+      "writes a TriRace JSON spec, the format the shim's TRIRACE_TOPO_FILE reads.");
   return {cmd, [state] { return Topo(state->from, state->json, state->paths, state->spec, state->png); }};
 }
 

@@ -27,6 +27,10 @@ Command AddTopoCommand(CLI::App& trirace);
 Command AddSimCommand(CLI::App& trirace);     // built with the sim module (TRIRACE_WITH_SIM)
 Command AddDoctorCommand(CLI::App& trirace);  // built with the interpose module (TRIRACE_WITH_DOCTOR)
 
+// What `trirace version` and `trirace --version` print: the version, the git
+// revision and the NCCL headers, one line each.
+std::string VersionText();
+
 // Ends parsing because a flag's value is not accepted; `message` is printed
 // as it is, after "trirace <command>: ". For the callbacks of
 // add_option_function, which CLI11 runs once every flag is read.

@@ -63,6 +63,8 @@ int Main(int argc, char** argv) {
     c.app->set_help_flag("-h,--help", "print this help and exit");  // in the group "options"
   }
   CLI::App* help = app.add_subcommand("help", "")->group("");  // `trirace help`: not listed
+  // The flag most tools answer; the same text as `trirace version`.
+  app.set_version_flag("--version", VersionText, "print the version, as `trirace version` does, and exit");
   app.require_subcommand(0, 1);
   app.footer("`trirace <command> --help` describes one command.");
 
@@ -70,6 +72,9 @@ int Main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     std::printf("%s", app.help().c_str());  // the command's, when one was named
+    return 0;
+  } catch (const CLI::CallForVersion& e) {  // a ParseError too: caught before them
+    std::printf("%s", e.what());
     return 0;
   } catch (const CLI::ParseError& e) {
     const std::vector<CLI::App*> named = app.get_subcommands();
