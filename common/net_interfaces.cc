@@ -74,6 +74,28 @@ std::string SysfsDevicePath(const std::string& ifname, const std::string& sysfs_
   return resolved;
 }
 
+std::vector<NetInterface> SelectTransportInterfaces(const std::vector<NetInterface>& all, const InterfaceSpec& spec) {
+  auto default_excluded = [](absl::string_view name) {
+    return absl::StartsWith(name, "lo") || absl::StartsWith(name, "docker") || absl::StartsWith(name, "virbr");
+  };
+  std::vector<NetInterface> chosen, loopbacks;
+  for (const NetInterface& n : all) {
+    if (!n.up) continue;
+    if (!spec.empty()) {
+      if (!spec.Matches(n.name)) continue;
+      if (n.loopback && !spec.NamesLoopback()) {
+        loopbacks.push_back(n);
+        continue;
+      }
+    } else if (default_excluded(n.name)) {
+      if (n.loopback) loopbacks.push_back(n);
+      continue;
+    }
+    chosen.push_back(n);
+  }
+  return chosen.empty() ? loopbacks : chosen;  // nothing else: loopback it is
+}
+
 absl::StatusOr<std::vector<NetInterface>> ListNetInterfaces(const std::string& sysfs_net) {
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return SystemError("getifaddrs", errno);

@@ -64,6 +64,13 @@ struct NetInterface {
 // getifaddrs and `sysfs_net`. The error names getifaddrs and errno.
 absl::StatusOr<std::vector<NetInterface>> ListNetInterfaces(const std::string& sysfs_net = "/sys/class/net");
 
+// The interfaces the net plugin's TCP transport sends through, as NCCL's
+// socket transport picks them: the up interfaces `spec` selects; without a
+// spec every up interface except loopback, docker* and virbr*. Loopback
+// only when nothing else is left, or when the spec names it. In `all`'s
+// order.
+std::vector<NetInterface> SelectTransportInterfaces(const std::vector<NetInterface>& all, const InterfaceSpec& spec);
+
 // <sysfs_net>/<ifname>/speed in Mbit/s; nullopt when missing, unreadable or
 // not positive (loopback and virtual interfaces report -1 or nothing).
 std::optional<int64_t> SysfsLinkSpeedMbps(const std::string& ifname,

@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/logging.h"
 #include "common/param_table.h"
+#include "common/qdisc.h"
 
 namespace trirace {
 namespace {
@@ -188,13 +189,17 @@ const std::string& ParamEnum(ParamId id) { return Checked(id, ParamType::kEnum).
 int ParamChoiceIndex(ParamId id) { return Checked(id, ParamType::kEnum).choice; }
 ParamSource ParamSourceOf(ParamId id) { return Params::Get().Value(id).source; }
 
-bool NetClassPriorityEnabled() {
+bool NetClassPriorityEnabled() { return NetClassPriorityEnabledFor(HostMarksFinding()); }
+
+bool NetClassPriorityEnabledFor(const MarksFinding& marks) {
   switch (ParamChoice<ClassPrioritySetting>()) {
     case ClassPrioritySetting::kOn: return true;
     case ClassPrioritySetting::kOff: return false;
     case ClassPrioritySetting::kAuto: break;
   }
-  return ParamChoice<ShimMode>() == ShimMode::kSchedule && ParamChoice<PolicyKind>() == PolicyKind::kTrirace;
+  // Marks only where the host's queues act on them (common/qdisc.h).
+  return ParamChoice<ShimMode>() == ShimMode::kSchedule && ParamChoice<PolicyKind>() == PolicyKind::kTrirace &&
+         marks.honoured;
 }
 
 bool FrontStageFirstEnabled() {

@@ -165,10 +165,16 @@ E ParamChoice() {
 // component that needs them.
 
 // Whether the net plugin's class priority is on: TRIRACE_NET_CLASS_PRIORITY
-// =on, or auto with TRIRACE_MODE=schedule and TRIRACE_POLICY=trirace. The
-// plugin sets socket priorities by it; the trirace policy relies on it
+// =on, or auto with TRIRACE_MODE=schedule and TRIRACE_POLICY=trirace where
+// this host's queues honour the marks (HostMarksFinding(), common/qdisc.h:
+// every device the TCP transport uses has a priority qdisc, or no queue).
+// The plugin sets socket priorities by it; the trirace policy relies on it
 // ([R10] in scheduler/trirace_policy.h).
 bool NetClassPriorityEnabled();
+// The same rule for a host whose qdiscs were judged as `marks` (trirace
+// doctor --qdiscs judges another node's).
+struct MarksFinding;
+bool NetClassPriorityEnabledFor(const MarksFinding& marks);
 
 // Whether rule [R14] (front stage first) is on: TRIRACE_FRONT_STAGE_FIRST
 // =on in schedule mode, or auto there with TRIRACE_POLICY=trirace. With

@@ -115,6 +115,7 @@ void Shim::Initialize() {
     absl::StatusOr<std::unique_ptr<GatedLauncher>> gated = GatedLauncher::Create(*real_, this, *device_, *watcher_);
     if (gated.ok()) {
       verdict_.occupancy = (*gated)->occupancy_input();
+      verdict_.class_order = ClassOrderText(verdict_.policy, HostMarksFinding());
       launcher_ = *std::move(gated);
     } else {
       verdict_.mode = ShimMode::kObserve;

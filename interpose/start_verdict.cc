@@ -85,12 +85,28 @@ StartVerdict DecideStart(ShimMode requested, PolicyKind policy, const NcclPlan& 
   return v;
 }
 
+std::string ClassOrderText(PolicyKind policy, const MarksFinding& marks) {
+  const bool on = NetClassPriorityEnabledFor(marks);
+  switch (ParamChoice<ClassPrioritySetting>()) {
+    case ClassPrioritySetting::kOn: return "network (TRIRACE_NET_CLASS_PRIORITY=on)";
+    case ClassPrioritySetting::kOff: return "gate only (TRIRACE_NET_CLASS_PRIORITY=off)";
+    case ClassPrioritySetting::kAuto: break;
+  }
+  if (policy != PolicyKind::kTrirace) {
+    return absl::StrCat("gate only (the ", kPolicyKindTexts[static_cast<int>(policy)],
+                        " policy sets no class marks)");
+  }
+  return on ? absl::StrCat("network (the hosts' queues honour the marks: ", marks.why, ")")
+            : absl::StrCat("gate only (no queue honours the marks: ", marks.why, ")");
+}
+
 std::string VerdictLine(const StartVerdict& v, int nranks) {
   const std::string ranks = nranks > 0 ? absl::StrCat(", ", nranks, nranks == 1 ? " rank" : " ranks") : "";
   std::string line;
   if (v.mode == ShimMode::kSchedule) {
     line = absl::StrCat("TriRace: schedule mode, ", kPolicyKindTexts[static_cast<int>(v.policy)], " policy", ranks, ", ",
                         v.occupancy.empty() ? "no occupancy input" : v.occupancy);
+    if (!v.class_order.empty()) absl::StrAppend(&line, ", class order: ", v.class_order);
   } else if (v.mode == ShimMode::kObserve && v.requested == ShimMode::kSchedule) {
     line = absl::StrCat("TriRace: OBSERVE ONLY", ranks, ", because ", v.why);
     if (!v.fix.empty()) absl::StrAppend(&line, "; fix: ", v.fix);

@@ -25,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "common/params.h"
+#include "common/qdisc.h"
 
 namespace trirace::interpose {
 
@@ -53,6 +54,7 @@ struct StartVerdict {
   std::string fix;                      // mode < requested: what would change it ("" when nothing can)
   PolicyKind policy = PolicyKind::kTrirace;
   std::string occupancy;                // schedule mode: "plugin occupancy", "no occupancy input", ...
+  std::string class_order;              // schedule mode: ClassOrderText(), or "" to leave it out
   std::string notes;                    // e.g. "ncclConfig_t left as the caller made it"
 };
 
@@ -63,6 +65,13 @@ struct StartVerdict {
 // fix. `occupancy` is left empty for the caller.
 StartVerdict DecideStart(ShimMode requested, PolicyKind policy, const NcclPlan& nccl, const absl::Status& device,
                          const absl::Status& gated);
+
+// Where schedule mode enforces the class order P2P > SPARSE > DENSE
+// (DESIGN.md, "Where the class order is enforced"), by the rule
+// NetClassPriorityEnabledFor(marks) applies: "network (...)" where the
+// net plugin's marks are on, "gate only (...)" where the launch gate alone
+// orders the classes; the parentheses say why.
+std::string ClassOrderText(PolicyKind policy, const MarksFinding& marks);
 
 // The verdict's line, without a newline. `nranks` <= 0 leaves the count out.
 std::string VerdictLine(const StartVerdict& verdict, int nranks);

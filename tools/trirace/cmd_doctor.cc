@@ -1,13 +1,21 @@
 // trirace doctor: what TriRace will do on this node, before the job starts
 // (doctor.h does the checks; this file prints them).
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "commands.h"
+#include "common/net_interfaces.h"
 #include "common/params.h"
+#include "common/qdisc.h"
 #include "doctor.h"
 #include "interpose/real_nccl.h"
 #include "nlohmann/json.hpp"
@@ -48,11 +56,38 @@ void PrintText(const DoctorReport& r, const std::string& prefix) {
   }
   line("    ", "wire", r.wire_class_priority ? "the net plugin's class priority is on"
                                               : "the net plugin's class priority is off");
+  line("    ", "order", "class order: " + r.class_order);
+  if (!r.class_order_note.empty()) line("note", "order", r.class_order_note);
   const bool runs = RequestedModeRuns(r);
   line(Mark(runs), "verdict", interpose::VerdictLine(r.verdict, r.nranks));
   if (!runs && !r.shim_loads && r.verdict.mode == r.verdict.requested) {
     line("    ", "fix", "the shim does not load: " + r.shim_error);
   }
+}
+
+// The class-mark finding for a `tc qdisc show` dump of another node: its
+// devices as the TCP transport would pick them there.
+absl::StatusOr<MarksFinding> JudgeQdiscFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("--qdiscs ", path, ": cannot be read"));
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<std::vector<QdiscEntry>> qdiscs = ParseTcQdiscShow(text.str());
+  if (!qdiscs.ok()) return absl::InvalidArgumentError(absl::StrCat("--qdiscs ", path, ": ", qdiscs.status().message()));
+  std::vector<NetInterface> devices;
+  for (const QdiscEntry& q : *qdiscs) {
+    if (std::any_of(devices.begin(), devices.end(), [&](const NetInterface& n) { return n.name == q.dev; })) continue;
+    NetInterface n;
+    n.name = q.dev;
+    n.up = true;
+    n.loopback = q.dev == "lo";
+    devices.push_back(n);
+  }
+  std::vector<std::string> names;
+  for (const NetInterface& n : SelectTransportInterfaces(devices, InterfaceSpec::Parse(InterfaceSpecText()))) {
+    names.push_back(n.name);
+  }
+  return JudgeMarks(names, *qdiscs);
 }
 
 nlohmann::json ToJson(const DoctorReport& r) {
@@ -69,6 +104,7 @@ nlohmann::json ToJson(const DoctorReport& r) {
       {"occupancy", {{"readable", r.occupancy_readable}, {"text", r.occupancy}}},
       {"traffic_class", {{"roles", roles}, {"applied", r.classes_applied},
                          {"wire_class_priority", r.wire_class_priority}}},
+      {"class_order", {{"text", r.class_order}, {"note", r.class_order_note}}},
       {"verdict", {{"requested", ModeName(r.verdict.requested)}, {"mode", ModeName(r.verdict.mode)},
                    {"why", r.verdict.why}, {"fix", r.verdict.fix}, {"runs", RequestedModeRuns(r)},
                    {"line", interpose::VerdictLine(r.verdict, r.nranks)}}},
@@ -81,15 +117,31 @@ Command AddDoctorCommand(CLI::App& trirace) {
   struct State {
     bool json = false;
     std::optional<int> rank;
+    std::string qdiscs;
   };
   auto state = std::make_shared<State>();
-  CLI::App* cmd = trirace.add_subcommand("doctor", "what TriRace will do on this node: NCCL, GPUs, NICs, net, "
-                                                   "occupancy, the mode a job gets and why");
+  CLI::App* cmd = trirace.add_subcommand("doctor", "what TriRace will do on this node: the shim, NCCL, GPUs, NICs, "
+                                                   "net, occupancy, the mode a job gets and why");
   cmd->add_flag("--json", state->json, "print the report as JSON, for scripts");
-  cmd->add_option("--rank", state->rank, "label the report with this rank (run inside each launched rank: "
-                                         "srun trirace doctor --rank $SLURM_PROCID)")
-      ->type_name("N")
-      ->check(CLI::NonNegativeNumber);
+  // The rank only labels the report; a launcher's rank is an int from 0 up.
+  // CLI11's NonNegativeNumber would name its bound, the largest double.
+  cmd->add_option_function<std::string>(
+         "--rank",
+         [state](const std::string& value) {
+           int rank = -1;
+           if (!absl::SimpleAtoi(value, &rank) || rank < 0) {
+             RejectValue(absl::StrCat("--rank \"", value, "\" is not valid: expected an integer from 0 to ",
+                                      std::numeric_limits<int>::max()));
+           }
+           state->rank = rank;
+         },
+         "label the report with this rank, 0 or more (run inside each launched rank: "
+         "srun trirace doctor --rank $SLURM_PROCID)")
+      ->type_name("N");
+  cmd->add_option("--qdiscs", state->qdiscs,
+                  "judge the class marks by this `tc qdisc show` dump (from a compute node) instead of this "
+                  "host's qdiscs")
+      ->type_name("FILE");
   cmd->footer(
       "Checks, with the shim's own rules: whether libtrirace.so loads here (every library it needs\n"
       "is found), the libnccl.so.2 a job would load (TRIRACE_NCCL_LIBRARY, else the loader's search)\n"
@@ -99,7 +151,16 @@ Command AddDoctorCommand(CLI::App& trirace) {
       "and the fix when they differ. Run it in the job's environment (the same TRIRACE_* and NCCL_*\n"
       "variables). Exit status 0 when the requested mode runs, 1 when it does not.");
   return {cmd, [state] {
-            const DoctorReport r = Examine();
+            std::optional<MarksFinding> other;
+            if (!state->qdiscs.empty()) {
+              absl::StatusOr<MarksFinding> f = JudgeQdiscFile(state->qdiscs);
+              if (!f.ok()) {
+                std::fprintf(stderr, "trirace doctor: %s\n", std::string(f.status().message()).c_str());
+                return kExitUsage;
+              }
+              other = *std::move(f);
+            }
+            const DoctorReport r = Examine(other ? &*other : nullptr);
             if (state->json) {
               nlohmann::json j = ToJson(r);
               if (state->rank) j["rank"] = *state->rank;

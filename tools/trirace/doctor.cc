@@ -76,6 +76,13 @@ void ExamineNet(DoctorReport& r) {
       NetChoice::kAuto, ReadNetEnv(), FindLibrary(kNetPluginLibrary), ParamString(ParamId::kSysfsRoot)));
   r.net_ok = d.ok();
   r.net = d.ok() ? NetLine(*d) : std::string(d.status().message());
+  if (d.ok() && d->choice != NetChoice::kTcp) {
+    r.class_order_note = absl::StrCat(
+        d->choice == NetChoice::kNative ? "NCCL's own RDMA transport" : "the wrapped plugin",
+        " carries the bytes: the hosts' qdiscs say nothing of the fabric's QoS (an IB service level or a RoCE "
+        "DSCP gets its own queue only where the fabric's administrator set one up); "
+        "TRIRACE_NET_CLASS_PRIORITY=on where they vouch for it, off to order by the gate alone");
+  }
 }
 
 void ExamineOccupancy(DoctorReport& r) {
@@ -95,7 +102,7 @@ void ExamineOccupancy(DoctorReport& r) {
 
 }  // namespace
 
-DoctorReport Examine() {
+DoctorReport Examine(const MarksFinding* other_host) {
   DoctorReport r;
   ExamineShim(r);
 
@@ -140,7 +147,10 @@ DoctorReport Examine() {
                                 c == interpose::kNoTrafficClass ? "NCCL's default" : absl::StrCat(c));
   }
   r.classes_applied = r.verdict.requested == ShimMode::kSchedule && nccl.schedulable && nccl.config_layout_known;
-  r.wire_class_priority = NetClassPriorityEnabled();
+  const MarksFinding& marks = other_host != nullptr ? *other_host : HostMarksFinding();
+  r.wire_class_priority = NetClassPriorityEnabledFor(marks);
+  r.class_order = interpose::ClassOrderText(ParamChoice<PolicyKind>(), marks);
+  if (r.verdict.mode == ShimMode::kSchedule) r.verdict.class_order = r.class_order;
   return r;
 }
 

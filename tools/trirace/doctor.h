@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/qdisc.h"
 #include "interpose/start_verdict.h"
 
 namespace trirace::tools {
@@ -62,9 +63,16 @@ struct DoctorReport {
   std::vector<std::pair<std::string, std::string>> role_classes;  // role -> "184" or "NCCL's default"
   bool classes_applied = false;
   bool wire_class_priority = false;  // the net plugin's class priority (NetClassPriorityEnabled)
+  // Where schedule mode enforces the class order (ClassOrderText in
+  // interpose/start_verdict.h) and the qdiscs judged for it; a note where
+  // NCCL's own RDMA transport carries the bytes.
+  std::string class_order;
+  std::string class_order_note;
 };
 
-DoctorReport Examine();
+// `other_host`: judge these qdiscs (another node's, trirace doctor
+// --qdiscs) instead of this host's for the class marks.
+DoctorReport Examine(const MarksFinding* other_host = nullptr);
 
 // Whether the mode TRIRACE_MODE asks for can run: the exit status of
 // `trirace doctor` is 0 exactly then.
