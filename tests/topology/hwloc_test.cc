@@ -368,6 +368,33 @@ TEST(HwlocTest, ErrorsNameTheFileAndWhatIsWrong) {
   }
 }
 
+// hwloc_bitmap_sscanf asserts on some malformed bitmaps (the first one
+// the fuzzer found starts with a comma): the loader refuses them first,
+// and still passes every form hwloc writes.
+TEST(HwlocTest, MalformedBitmapsAreRefusedBeforeHwlocSeesThem) {
+  SKIP_WITHOUT_HWLOC();
+  const std::string machine = Machine("");
+  const std::string good = R"(cpuset="0x00000001")";
+  ASSERT_NE(machine.find(good), std::string::npos);
+  auto with = [&](const std::string& value) {
+    std::string text = machine;
+    text.replace(text.find(good), good.size(), "cpuset=\"" + value + "\"");
+    return ParseHwlocXml(text, "x.xml");
+  };
+  for (const char* bad : {",0x1", ",", "0x1,,0x2", "0x1,", "0xf...f,", "0xf...f,,0x1", "0xf...fx", "zz", "", "0x",
+                          " 0x1", "-1", "0x123456789", "0x1, 0x2"}) {
+    const absl::StatusOr<Host> h = with(bad);
+    ASSERT_FALSE(h.ok()) << "'" << bad << "'";
+    EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument) << h.status();
+    EXPECT_TRUE(absl::StartsWith(h.status().message(), "x.xml:4: not an hwloc XML export: cpuset=\"")) << h.status();
+    EXPECT_TRUE(absl::StrContains(h.status().message(), "expected an hwloc bitmap")) << h.status();
+  }
+  for (const char* ok : {"0x00000001", "0xf...f", "0xf...f,0x00000001", "0x00000003,0xffffffff", "1", "0xABCDEF01"}) {
+    const absl::StatusOr<Host> h = with(ok);
+    EXPECT_TRUE(h.ok()) << "'" << ok << "': " << h.status();
+  }
+}
+
 TEST(HwlocTest, DuplicateBusIdsAreAnError) {
   SKIP_WITHOUT_HWLOC();
   const std::string xml = Machine(PciDev(10, "0000:00:03.0", "0302 [10de:2330] [10de:16c1] a1") +

@@ -299,6 +299,29 @@ bool HwlocName(absl::string_view name, bool attribute) {
   });
 }
 
+// hwloc's reader parses attributes named *cpuset and *nodeset with
+// hwloc_bitmap_sscanf, which asserts (and so aborts the process) on some
+// malformed values, one starting with a comma among them. Only the form
+// hwloc writes passes: an optional "0xf...f" (every higher bit set), then
+// 32-bit words in hex, "0x" in front or not, one comma between them.
+bool IsBitmapAttribute(absl::string_view name) {
+  return absl::EndsWith(name, "cpuset") || absl::EndsWith(name, "nodeset");
+}
+
+bool LooksLikeHwlocBitmap(absl::string_view value) {
+  constexpr size_t kMaxChars = 1 << 16;  // 2^18 CPUs in words of 8 hex digits
+  if (value.size() > kMaxChars) return false;
+  if (absl::ConsumePrefix(&value, "0xf...f") && (value.empty() || !absl::ConsumePrefix(&value, ","))) {
+    return value.empty();
+  }
+  if (value.empty()) return false;
+  for (absl::string_view word : absl::StrSplit(value, ',')) {
+    absl::ConsumePrefix(&word, "0x");
+    if (word.empty() || word.size() > 8 || !std::all_of(word.begin(), word.end(), absl::ascii_isxdigit)) return false;
+  }
+  return true;
+}
+
 // Appends `e` (depth at most 100: tinyxml2's limit) as hwloc writes XML,
 // the only layout its own reader (built without libxml2, as on Debian)
 // takes: one space before each attribute, values escaped with &#10; &#13;
@@ -313,6 +336,11 @@ absl::Status AppendForHwloc(const tinyxml2::XMLElement& e, absl::string_view ori
   for (const tinyxml2::XMLAttribute* a = e.FirstAttribute(); a != nullptr; a = a->Next()) {
     if (!HwlocName(a->Name(), true)) {
       return error(a->GetLineNum(), absl::StrCat("attribute ", a->Name(), " of <", e.Name(), ">, expected hwloc's names"));
+    }
+    if (IsBitmapAttribute(a->Name()) && !LooksLikeHwlocBitmap(a->Value())) {
+      return error(a->GetLineNum(),
+                   absl::StrCat(a->Name(), "=\"", absl::string_view(a->Value()).substr(0, 40), "\" of <", e.Name(),
+                                ">, expected an hwloc bitmap (hex words separated by commas, e.g. 0x000000ff)"));
     }
     absl::StrAppend(out, " ", a->Name(), "=\"",
                     absl::StrReplaceAll(a->Value(), {{"&", "&amp;"}, {"\n", "&#10;"}, {"\r", "&#13;"}, {"\t", "&#9;"},
