@@ -75,11 +75,8 @@ if [ "$asan" != "0" ]; then
       -R "$ci_regex"
   fi
   if [ "${TRIRACE_TEST_FUZZ:-1}" != "0" ]; then
-    # hwloc_xml_fuzz is left out here: it stops in an assert inside Debian's
-    # libhwloc (hwloc_bitmap_sscanf on a malformed bitmap attribute), which
-    # the XML loader has yet to screen out; scripts/fuzz.sh runs it by hand.
     TRIRACE_FUZZ_SECONDS=${TRIRACE_FUZZ_SECONDS:-10} TRIRACE_BUILD_DIR="$build_dir" "$root/scripts/fuzz.sh" \
-      params_fuzz topology_fuzz occupancy_fuzz plugin_wire_fuzz replay_fuzz
+      params_fuzz topology_fuzz occupancy_fuzz plugin_wire_fuzz hwloc_xml_fuzz replay_fuzz
   fi
 fi
 
