@@ -145,6 +145,15 @@ std::optional<Qos> QosFromName(std::string_view name) {
   return std::nullopt;
 }
 
+bool QosHonours(Qos qos, std::string_view link) {
+  switch (qos) {
+    case Qos::kNone: return false;
+    case Qos::kHost: return link.starts_with("nic-tx:");
+    case Qos::kFabric: return true;
+  }
+  return false;
+}
+
 std::vector<std::string> BuiltinClusterNames() { return {"dgx-h100", "pcie-2nic", "testbed"}; }
 
 topo::Endpoint Cluster::EndpointOf(int rank) const {

@@ -69,6 +69,9 @@ enum class Qos {
 };
 std::string_view QosName(Qos q);
 std::optional<Qos> QosFromName(std::string_view name);
+// Whether the link named `link` (ClusterLinks' names) honours the marks
+// under `qos`: the hosts' egress queues are the NICs' send sides.
+bool QosHonours(Qos qos, std::string_view link);
 
 struct ClusterOptions {
   int hosts = 0;             // 0: the cluster's own count

@@ -5,7 +5,6 @@
 #include <map>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "sim/run/simulation_state.h"
 #include "sim/run/trace_out.h"
@@ -14,21 +13,10 @@ namespace trirace::sim {
 namespace internal {
 namespace {
 
-// Whether link `name` honours class marks under `qos`: the hosts' egress
-// queues are the NICs' send sides.
-bool Honours(Qos qos, const std::string& name) {
-  switch (qos) {
-    case Qos::kNone: return false;
-    case Qos::kHost: return absl::StartsWith(name, "nic-tx:");
-    case Qos::kFabric: return true;
-  }
-  return false;
-}
-
 std::vector<NetLinkSpec> LinkSpecs(const ClusterLinks& links, const ModeSettings& mode, bool unlimited) {
   std::vector<NetLinkSpec> specs = links.specs();
   for (NetLinkSpec& s : specs) {
-    s.class_queues = mode.every_link_honours || (mode.class_marks && Honours(links.cluster().qos, s.name));
+    s.class_queues = mode.every_link_honours || (mode.class_marks && QosHonours(links.cluster().qos, s.name));
     if (unlimited) {
       s.bytes_per_s = 0;
       s.burst_bytes = 0;
