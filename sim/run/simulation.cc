@@ -123,7 +123,10 @@ bool Simulation::RunHost(int rank) {
   while (r.host_pc < p.host.size() && !r.host_sleeping) {
     const HostStep& h = p.host[r.host_pc];
     switch (h.kind) {
-      case HostKind::kEnqueue: Enqueue(rank, h.op); break;
+      case HostKind::kEnqueue:
+        if (options_.trace != nullptr) options_.trace->Called(rank, h.op, now_, int64_t(r.host_pc));
+        Enqueue(rank, h.op);
+        break;
       case HostKind::kHostWait:
         if (r.state[size_t(h.op)] != OpState::kDone) return progress;
         break;
@@ -140,7 +143,7 @@ bool Simulation::RunHost(int rank) {
           r.engine->BeginIteration(h.value);
           ScheduleWake(rank);
         }
-        if (options_.trace != nullptr) options_.trace->Instant(rank, "iteration_begin", now_, h.value);
+        if (options_.trace != nullptr) options_.trace->Instant(rank, "begin", now_, h.value, int64_t(r.host_pc));
         break;
       case HostKind::kIterationEnd: break;
       case HostKind::kSpend:
@@ -167,8 +170,8 @@ void Simulation::OpDone(int rank, int op) {
       options_.trace->Gate(rank, call, ClassOf(call), g.call_ns, std::max(g.open_ns, g.call_ns), now_,
                            sched::ReleaseReasonName(g.reason), g.chunk, g.chunks);
     } else if (o.kind == OpKind::kCompute || o.kind == OpKind::kComm) {
-      const NcclCall* call = o.kind == OpKind::kComm ? &r.calls[size_t(o.first_call)] : nullptr;
-      options_.trace->Slice(rank, o, call, call != nullptr ? ClassOf(*call) : TrafficClass::kOther,
+      const NcclCall* calls = o.kind == OpKind::kComm ? &r.calls[size_t(o.first_call)] : nullptr;
+      options_.trace->Slice(rank, op, o, calls, [&](const NcclCall& c) { return ClassOf(c); },
                             r.started_ns[size_t(op)], now_);
     }
   }
@@ -202,6 +205,7 @@ bool Simulation::TryStart(int rank, int op) {
       break;
     case OpKind::kStamp:
       if (o.stamp >= 0 && o.stamp < int(r.stamps.size())) r.stamps[size_t(o.stamp)] = double(now_);
+      if (options_.trace != nullptr) options_.trace->Stamp(rank, op, o, now_);
       OpDone(rank, op);
       break;
     case OpKind::kRecord:

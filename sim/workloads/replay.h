@@ -18,6 +18,13 @@
 // the trace shows is kept. Iteration marks (trirace_iteration_begin) start
 // iterations; without them the whole trace is one.
 //
+// The simulator's own traces (`trirace sim --trace DIR/trace.%r.json`) say
+// more: when each op's stream ran it, on which stream, in which host step,
+// and where its iterations start. Those replay by dependencies instead:
+// each op and compute slice after what its times say released it
+// (sim/workloads/replay_trace.h), so the replay reproduces the traced run.
+// otherData's "warmup" and "job" keep the run's warm-up and its jobs.
+//
 // Thread safety: pure.
 #ifndef TRIRACE_SIM_WORKLOADS_REPLAY_H_
 #define TRIRACE_SIM_WORKLOADS_REPLAY_H_
@@ -29,8 +36,20 @@
 
 namespace trirace::sim {
 
+// How a replay was built. By dependencies when every trace has stream
+// times (the simulator's; sim/workloads/replay_trace.h): then the counts of
+// what the times said each item waited for.
+struct ReplayStats {
+  bool by_dependencies = false;
+  int64_t items = 0;         // ops (a group as one), compute slices, stamps
+  int64_t stream_waits = 0;  // waits on another stream's item
+  int64_t host_waits = 0;    // host waits on an item's end
+  int64_t host_spent = 0;    // host gaps that no end explains
+  int64_t unexplained = 0;   // stream gaps that no end explains (compute)
+};
+
 // Errors name the folder or file and what is missing or wrong.
-absl::StatusOr<Workload> ReplayWorkload(const std::string& dir);
+absl::StatusOr<Workload> ReplayWorkload(const std::string& dir, ReplayStats* stats = nullptr);
 
 }  // namespace trirace::sim
 

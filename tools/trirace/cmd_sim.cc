@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "commands.h"
@@ -93,6 +94,16 @@ constexpr int kMaxRanks = 16384;
 
 // The hosts a workload of `ranks` ranks needs at `per_host` ranks a host.
 int HostsFor(int ranks, int per_host) { return (ranks + per_host - 1) / std::max(per_host, 1); }
+
+// How the replay was built, for stderr (stdout may be --json).
+std::string ReplayLine(const sim::ReplayStats& s) {
+  if (!s.by_dependencies) {
+    return "trirace sim: replay by call times (the traces say no stream times; gaps between calls become compute)\n";
+  }
+  return absl::StrFormat("trirace sim: replay by dependencies: %d items, %d waits on another stream, %d host waits, "
+                         "%d host gaps spent, %d stream gaps unexplained (computed)\n",
+                         s.items, s.stream_waits, s.host_waits, s.host_spent, s.unexplained);
+}
 
 int RunSim(SimFlags& f, const CLI::App& app) {
   const int picked = int(!f.preset.empty()) + int(!f.model.empty()) + int(!f.replay.empty()) + int(!f.collective.empty());
@@ -240,8 +251,13 @@ int RunSim(SimFlags& f, const CLI::App& app) {
     if (absl::Status s = sim::ValidateTraining(f.training, *cluster); !s.ok()) return Usage(std::string(s.message()));
     workload = sim::TransformerWorkload(f.training, *cluster);
   } else if (!f.replay.empty()) {
-    workload = sim::ReplayWorkload(f.replay);
+    sim::ReplayStats replay;
+    workload = sim::ReplayWorkload(f.replay, &replay);
     if (!workload.ok()) return Usage(std::string(workload.status().message()));
+    std::fputs(ReplayLine(replay).c_str(), stderr);
+    // A trace's compute is measured: the cluster's calibration of emulated
+    // compute (testbed's 1.042) does not apply, --compute-scale does.
+    cluster->compute_scale = f.compute_scale;
     if (!f.hosts && int(workload->ranks.size()) > cluster->ranks()) {
       // No --hosts: as many as the trace's ranks fill.
       f.cluster_options.hosts = HostsFor(int(workload->ranks.size()), cluster->ranks_per_host);
