@@ -27,6 +27,27 @@ TrafficClass ClassOfRole(const std::string& role) {
   return TrafficClass::kOther;
 }
 
+// Per iteration the slowest rank's time between its stamps (or marks).
+std::vector<double> MeasuredIterations(const std::vector<RankTrace>& traces, bool by_stamps) {
+  std::vector<double> ms;
+  for (const RankTrace& t : traces) {
+    std::vector<int64_t> at;
+    if (by_stamps) {
+      for (const TraceSpan& s : t.stamps) {
+        if (size_t(s.stamp) >= at.size()) at.resize(size_t(s.stamp) + 1, 0);
+        at[size_t(s.stamp)] = s.start_ns;
+      }
+    } else {
+      for (const replay_internal::IterationMark& m : t.iterations) at.push_back(m.t_ns);
+    }
+    for (size_t k = 1; k < at.size(); ++k) {
+      if (k > ms.size()) ms.resize(k, 0);
+      ms[k - 1] = std::max(ms[k - 1], double(at[k] - at[k - 1]) / 1e6);
+    }
+  }
+  return ms;
+}
+
 }  // namespace
 
 absl::StatusOr<Workload> ReplayWorkload(const std::string& dir, ReplayStats* stats) {
@@ -145,7 +166,10 @@ absl::StatusOr<Workload> ReplayWorkload(const std::string& dir, ReplayStats* sta
   }
   const bool by_dependencies =
       std::all_of(traces.begin(), traces.end(), [](const RankTrace& t) { return replay_internal::HasStreamTiming(t); });
-  if (stats != nullptr) *stats = {.by_dependencies = by_dependencies};
+  if (stats != nullptr) {
+    *stats = ReplayStats();
+    stats->by_dependencies = by_dependencies;
+  }
   int iterations = 1;
   for (int r = 0; r < n; ++r) {
     const RankTrace& t = traces[size_t(file_of[size_t(r)])];
@@ -169,6 +193,7 @@ absl::StatusOr<Workload> ReplayWorkload(const std::string& dir, ReplayStats* sta
   if (std::all_of(traces.begin(), traces.end(), [](const RankTrace& t) { return t.warmup >= 0; })) {
     w.warmup = std::min(traces.front().warmup, iterations - 1);
   }
+  if (stats != nullptr) stats->measured_iteration_ms = MeasuredIterations(traces, by_dependencies);
   for (int r = 0; r < n; ++r) {
     const RankTrace& t = traces[size_t(file_of[size_t(r)])];
     if (by_dependencies) {

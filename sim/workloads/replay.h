@@ -30,6 +30,7 @@
 #define TRIRACE_SIM_WORKLOADS_REPLAY_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "sim/program/program.h"
@@ -46,6 +47,10 @@ struct ReplayStats {
   int64_t host_waits = 0;    // host waits on an item's end
   int64_t host_spent = 0;    // host gaps that no end explains
   int64_t unexplained = 0;   // stream gaps that no end explains (compute)
+  // What the traces measured: per iteration the slowest rank's time, in
+  // ms, between its stamps (by dependencies) or its iteration marks
+  // (by call times; the last iteration has no end mark and is left out).
+  std::vector<double> measured_iteration_ms;
 };
 
 // Errors name the folder or file and what is missing or wrong.

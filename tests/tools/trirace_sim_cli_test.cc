@@ -148,6 +148,50 @@ TEST(TriraceSimCliTest, ItsOwnTracesReplayByDependenciesAndGiveTheRunBack) {
   fs::remove_all(dir);
 }
 
+TEST(TriraceAdviseCliTest, FromOneRunsTracesItDecidesAndSaysCannotTellWhereTheReplayMisses) {
+  const fs::path dir = testing_support::MakeTempDir("trirace-advise-");
+  auto run = RunProcess(Sim({"--cluster", "testbed", "--preset", "contention", "--modes", "off", "--trace",
+                             (dir / "trace.%r.json").string()}));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto advise = RunProcess({TRIRACE_EXE, "advise", dir.string(), "--cluster", "testbed", "--json"});
+  ASSERT_EQ(advise.exit_code, 0) << advise.err;
+  const nlohmann::json j = nlohmann::json::parse(advise.out);
+  EXPECT_EQ(j["verdict"], "turn on");
+  EXPECT_EQ(j["recommended"], "trirace");
+  EXPECT_TRUE(j["reproduced"].get<bool>());
+  EXPECT_NEAR(j["replayed_off_ms"].get<double>(), j["measured_ms"].get<double>(), 0.01 * j["measured_ms"].get<double>());
+  EXPECT_EQ(j["what_ifs"].size(), 4u);
+  EXPECT_GT(j["modes"]["trirace"]["speedup"].get<double>(), 1.02);
+
+  auto text = RunProcess({TRIRACE_EXE, "advise", dir.string(), "--cluster", "testbed"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("decision: turn it on: trirace"));
+  EXPECT_THAT(text.out, HasSubstr("exposed communication"));
+
+  auto wrong = RunProcess({TRIRACE_EXE, "advise", dir.string(), "--cluster", "testbed", "--gbps", "3", "--json"});
+  ASSERT_EQ(wrong.exit_code, 0) << wrong.err;
+  const nlohmann::json jw = nlohmann::json::parse(wrong.out);
+  EXPECT_EQ(jw["verdict"], "cannot tell");
+  EXPECT_FALSE(jw.contains("modes")) << "no speed-up where the replay does not reproduce the run";
+  fs::remove_all(dir);
+}
+
+TEST(TriraceAdviseCliTest, BadInputIsAUsageErrorNamingWhatWasWrong) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"advise", "/nonexistent-trace-dir", "--cluster", "testbed"}, "trirace advise: /nonexistent-trace-dir: not a folder"},
+      {{"advise", "/tmp", "--cluster", "testbed", "--qos", "some"}, "--qos 'some': expected none, host or fabric"},
+      {{"advise", "/tmp", "--cluster", "testbed", "--gbps", "-1"}, "--gbps -1: expected a rate > 0"},
+      {{"advise", "/tmp"}, "--cluster is required"},
+  };
+  for (const auto& [args, expected] : cases) {
+    std::vector<std::string> argv = {TRIRACE_EXE};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = RunProcess(argv);
+    EXPECT_EQ(r.exit_code, 2) << expected;
+    EXPECT_THAT(r.err, HasSubstr(expected));
+  }
+}
+
 struct BadInput {
   std::vector<std::string> args;
   std::string says;

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "cluster_flags.h"
 #include "commands.h"
 #include "config.h"
 #include "sim/cluster/cluster.h"
@@ -28,15 +28,8 @@
 namespace trirace::tools {
 namespace {
 
-struct SimFlags {
-  std::string cluster;
-  sim::ClusterOptions cluster_options;
-  std::string fabric, transport, qos;
-  std::optional<double> latency_us;
-  double compute_scale = 1;
+struct SimFlags : ClusterFlags {
   std::string decide_at = "call";
-  std::optional<int> hosts;  // unset: the cluster's
-  std::optional<double> gbps;
   std::optional<std::string> modes;  // unset: the six (a collective: off)
   bool json = false, timing = false;
   std::string trace, trace_mode;
@@ -85,26 +78,6 @@ constexpr const char* kModelFlags[] = {"--pp",       "--dp",        "--tp",     
                                        "--moe-every", "--iterations", "--warmup",     "--tflops",   "--mem-gbps"};
 constexpr const char* kCollectiveFlags[] = {"--bytes", "--ranks"};
 
-// The simulator's size limits: a rate past this is no NIC (and overflows
-// the flows' times), and past this many ranks a run needs more memory and
-// time than it is worth (8192 GPUs: 1.5 GiB and about a minute; memory
-// grows linearly, docs/simulation.md "Scale of the simulator").
-constexpr double kMaxGbps = 1e5;
-constexpr int kMaxRanks = 16384;
-
-// The hosts a workload of `ranks` ranks needs at `per_host` ranks a host.
-int HostsFor(int ranks, int per_host) { return (ranks + per_host - 1) / std::max(per_host, 1); }
-
-// How the replay was built, for stderr (stdout may be --json).
-std::string ReplayLine(const sim::ReplayStats& s) {
-  if (!s.by_dependencies) {
-    return "trirace sim: replay by call times (the traces say no stream times; gaps between calls become compute)\n";
-  }
-  return absl::StrFormat("trirace sim: replay by dependencies: %d items, %d waits on another stream, %d host waits, "
-                         "%d host gaps spent, %d stream gaps unexplained (computed)\n",
-                         s.items, s.stream_waits, s.host_waits, s.host_spent, s.unexplained);
-}
-
 int RunSim(SimFlags& f, const CLI::App& app) {
   const int picked = int(!f.preset.empty()) + int(!f.model.empty()) + int(!f.replay.empty()) + int(!f.collective.empty());
   if (picked != 1) return Usage("give exactly one workload: --preset, --model, --replay or --collective");
@@ -130,33 +103,7 @@ int RunSim(SimFlags& f, const CLI::App& app) {
     }
   }
   if (!f.preset_flags.empty() && f.preset.empty()) return Usage("flags after -- go with --preset only");
-  if (f.hosts) {
-    if (*f.hosts < 1 || *f.hosts > kMaxRanks) {
-      return Usage(absl::StrCat("--hosts ", *f.hosts, ": expected a count >= 1 and at most ", kMaxRanks));
-    }
-    f.cluster_options.hosts = *f.hosts;
-  }
-  if (f.gbps) {
-    if (!(*f.gbps > 0 && *f.gbps <= kMaxGbps)) {
-      return Usage(absl::StrCat("--gbps ", *f.gbps, ": expected a rate > 0 and at most ", kMaxGbps, " Gbit/s"));
-    }
-    f.cluster_options.gbps = *f.gbps;
-  }
-  if (!f.fabric.empty()) {
-    if (f.fabric == "single") f.cluster_options.fabric = topo::Fabric::Kind::kSingleSwitch;
-    else if (f.fabric == "rail") f.cluster_options.fabric = topo::Fabric::Kind::kRailOptimized;
-    else if (f.fabric == "two-tier") f.cluster_options.fabric = topo::Fabric::Kind::kTwoTier;
-    else return Usage("--fabric '" + f.fabric + "': expected single, rail or two-tier");
-  }
-  if (!f.transport.empty()) {
-    if (f.transport == "socket") f.cluster_options.transport = sim::Transport::kSocket;
-    else if (f.transport == "rdma") f.cluster_options.transport = sim::Transport::kRdma;
-    else return Usage("--transport '" + f.transport + "': expected socket or rdma");
-  }
-  if (!f.qos.empty()) {
-    f.cluster_options.qos = sim::QosFromName(f.qos);
-    if (!f.cluster_options.qos) return Usage("--qos '" + f.qos + "': expected none, host or fabric");
-  }
+  if (absl::Status s = ResolveClusterFlags(&f); !s.ok()) return Usage(std::string(s.message()));
   const std::string mode_list =
       f.modes ? *f.modes : (f.collective.empty() ? "off,fifo,priority,wire,gate,trirace" : "off");
   absl::StatusOr<std::vector<sim::Mode>> modes = ParseModes(mode_list);
@@ -183,7 +130,7 @@ int RunSim(SimFlags& f, const CLI::App& app) {
   if (f.decide_at != "call" && f.decide_at != "stream") return Usage("--decide-at '" + f.decide_at + "': expected call or stream");
   sim::SimOptions base;
   base.decide_at_stream = f.decide_at == "stream";
-  absl::StatusOr<sim::Cluster> cluster = sim::MakeCluster(f.cluster, f.cluster_options);
+  absl::StatusOr<sim::Cluster> cluster = MakeFlaggedCluster(f, f.cluster_options);
   if (!cluster.ok()) return Usage(std::string(cluster.status().message()));
   if (!f.hosts) {
     // No --hosts: as many as the workload's layout fills.
@@ -203,20 +150,10 @@ int RunSim(SimFlags& f, const CLI::App& app) {
     }
     if (needed && *needed != cluster->ranks() && *needed % cluster->ranks_per_host == 0) {
       f.cluster_options.hosts = int(*needed / cluster->ranks_per_host);
-      cluster = sim::MakeCluster(f.cluster, f.cluster_options);
+      cluster = MakeFlaggedCluster(f, f.cluster_options);
       if (!cluster.ok()) return Usage(std::string(cluster.status().message()));
     }
   }
-  if (cluster->ranks() > kMaxRanks) {
-    return Usage(absl::StrCat("cluster ", cluster->name, " has ", cluster->ranks(), " ranks (", cluster->hosts(),
-                              " hosts x ", cluster->ranks_per_host, "); the simulator takes at most ", kMaxRanks));
-  }
-  if (f.latency_us) {
-    if (!(*f.latency_us >= 0)) return Usage(absl::StrCat("--latency-us ", *f.latency_us, ": expected >= 0"));
-    cluster->net_latency_ns = int64_t(*f.latency_us * 1000);
-  }
-  if (!(f.compute_scale > 0)) return Usage(absl::StrCat("--compute-scale ", f.compute_scale, ": expected a factor > 0"));
-  cluster->compute_scale *= f.compute_scale;
 
   absl::StatusOr<sim::Workload> workload = absl::UnknownError("no workload");
   if (sim::IsRailsPreset(f.preset)) {
@@ -254,23 +191,11 @@ int RunSim(SimFlags& f, const CLI::App& app) {
     sim::ReplayStats replay;
     workload = sim::ReplayWorkload(f.replay, &replay);
     if (!workload.ok()) return Usage(std::string(workload.status().message()));
-    std::fputs(ReplayLine(replay).c_str(), stderr);
-    // A trace's compute is measured: the cluster's calibration of emulated
-    // compute (testbed's 1.042) does not apply, --compute-scale does.
-    cluster->compute_scale = f.compute_scale;
-    if (!f.hosts && int(workload->ranks.size()) > cluster->ranks()) {
-      // No --hosts: as many as the trace's ranks fill.
-      f.cluster_options.hosts = HostsFor(int(workload->ranks.size()), cluster->ranks_per_host);
-      absl::StatusOr<sim::Cluster> sized = sim::MakeCluster(f.cluster, f.cluster_options);
-      if (!sized.ok()) return Usage(std::string(sized.status().message()));
-      sized->compute_scale = cluster->compute_scale;
-      sized->net_latency_ns = cluster->net_latency_ns;
-      *cluster = *std::move(sized);
-    }
-    if (int(workload->ranks.size()) > cluster->ranks()) {
-      return Usage(absl::StrCat("--replay ", f.replay, " has ", workload->ranks.size(), " ranks but cluster ",
-                                cluster->name, " has ", cluster->ranks(), "; set --hosts / --ranks-per-host"));
-    }
+    std::fputs(ReplayLine("trirace sim", replay).c_str(), stderr);
+    absl::StatusOr<sim::Cluster> sized =
+        MakeReplayCluster(f, f.cluster_options, int(workload->ranks.size()), f.hosts.has_value());
+    if (!sized.ok()) return Usage(absl::StrCat("--replay ", f.replay, ": ", sized.status().message()));
+    *cluster = *std::move(sized);
   } else {
     std::optional<NcclFunc> func = sim::CollectiveFromName(f.collective);
     if (!func) {
@@ -332,30 +257,7 @@ Command AddSimCommand(CLI::App& trirace) {
       "              | --replay TRACE_DIR\n"
       "              | --collective allreduce|allgather|reducescatter|alltoall|sendrecv --bytes N [--ranks N] )\n"
       "TRIRACE_* variables configure the simulated engines as they configure the shim's.");
-  app->add_option("--cluster", f->cluster, "dgx-h100, pcie-2nic, testbed, or a JSON topology spec file")
-      ->type_name("NAME|FILE")
-      ->required();
-  app->add_option("--hosts", f->hosts, "nodes (default: as many as the workload's ranks fill, else the cluster's)")
-      ->type_name("N");
-  app->add_option("--gbps", f->gbps, "every NIC's rate, Gbit/s (default: the cluster's)")->type_name("G");
-  app->add_option("--ranks-per-host", f->cluster_options.ranks_per_host, "ranks per node (default: GPUs per node)")
-      ->type_name("R");
-  app->add_option("--fabric", f->fabric, "single, rail (rail-optimised) or two-tier (default: the cluster's)")
-      ->type_name("KIND");
-  app->add_option("--oversubscription", f->cluster_options.oversubscription, "two-tier: leaf down:up ratio")
-      ->type_name("X");
-  app->add_option("--hosts-per-leaf", f->cluster_options.hosts_per_leaf, "two-tier: nodes per leaf switch (16)")
-      ->type_name("N");
-  app->add_option("--nics", f->cluster_options.nics, "testbed: NICs (rails) per host (default 1; the rails-* presets 2)")
-      ->type_name("N");
-  app->add_option("--transport", f->transport, "socket (eager sends) or rdma (receiver-ready)")->type_name("KIND");
-  app->add_option("--qos", f->qos,
-                  "which queues honour the class marks: none, host (the hosts' egress only) or fabric (every "
-                  "link); default: the cluster's (dgx-h100, pcie-2nic, a spec file: none; testbed: fabric, as "
-                  "testbed.sh --prio)")
-      ->type_name("none|host|fabric");
-  app->add_option("--latency-us", f->latency_us, "a message's latency between hosts, us (default: the cluster's)")
-      ->type_name("US");
+  AddClusterFlags(app, f.get());
   app->add_option("--modes", f->modes,
                   "comma list of off, fifo, priority, wire, gate, trirace, ideal (default: the first six; "
                   "--collective: off)")
@@ -398,9 +300,6 @@ Command AddSimCommand(CLI::App& trirace) {
                   "(a design under study)")
       ->type_name("call|stream")
       ->capture_default_str();
-  app->add_option("--compute-scale", f->compute_scale,
-                  "multiply every compute time by X (any workload; the compute : communication sweep)")
-      ->type_name("X");
   app->add_option("--replay", f->replay, "a folder of the shim's per-rank traces (TRIRACE_TRACE)")->type_name("DIR");
   app->add_option("--collective", f->collective, "allreduce, allgather, reducescatter, alltoall or sendrecv")
       ->type_name("NAME");

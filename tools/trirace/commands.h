@@ -25,6 +25,7 @@ Command AddNetTopCommand(CLI::App& trirace);
 Command AddDemoCommand(CLI::App& trirace);
 Command AddTopoCommand(CLI::App& trirace);
 Command AddSimCommand(CLI::App& trirace);     // built with the sim module (TRIRACE_WITH_SIM)
+Command AddAdviseCommand(CLI::App& trirace);  // built with the sim module (TRIRACE_WITH_SIM)
 Command AddDoctorCommand(CLI::App& trirace);  // built with the interpose module (TRIRACE_WITH_DOCTOR)
 
 // What `trirace version` and `trirace --version` print: the version, the git

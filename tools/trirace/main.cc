@@ -54,6 +54,7 @@ int Main(int argc, char** argv) {
                                    AddTopoCommand(app)};
 #ifdef TRIRACE_WITH_SIM
   commands.push_back(AddSimCommand(app));
+  commands.push_back(AddAdviseCommand(app));
 #endif
 #ifdef TRIRACE_WITH_DOCTOR
   commands.push_back(AddDoctorCommand(app));

@@ -15,14 +15,6 @@ using ojson = nlohmann::ordered_json;
 // Figures rounded for print, so the JSON is the same on every machine.
 double Round(double v, double unit) { return std::round(v / unit) * unit; }
 
-std::string ClusterLine(const sim::Cluster& c) {
-  const topo::Host& h = c.system.hosts[0];
-  std::string nics = h.nics.empty() ? "no NIC" : absl::StrFormat("%zu x %g Gbit/s", h.nics.size(), h.nics[0].gbps);
-  return absl::StrFormat("%s: %d hosts x %d ranks, %s, %s fabric, %s, class queues: %s", c.name, c.hosts(),
-                         c.ranks_per_host, nics, topo::FabricKindName(c.system.fabric.kind),
-                         c.transport == sim::Transport::kSocket ? "sockets" : "RDMA", sim::QosName(c.qos));
-}
-
 ojson ModeJson(const sim::Comparison& c, const sim::ModeResult& r, bool timing) {
   ojson m;
   m["iteration_ms"] = Round(r.iteration_ms_median, 1e-6);
@@ -64,6 +56,24 @@ ojson ModeJson(const sim::Comparison& c, const sim::ModeResult& r, bool timing) 
 }
 
 }  // namespace
+
+std::string ClusterLine(const sim::Cluster& c) {
+  const topo::Host& h = c.system.hosts[0];
+  std::string nics = h.nics.empty() ? "no NIC" : absl::StrFormat("%zu x %g Gbit/s", h.nics.size(), h.nics[0].gbps);
+  return absl::StrFormat("%s: %d hosts x %d ranks, %s, %s fabric, %s, class queues: %s", c.name, c.hosts(),
+                         c.ranks_per_host, nics, topo::FabricKindName(c.system.fabric.kind),
+                         c.transport == sim::Transport::kSocket ? "sockets" : "RDMA", sim::QosName(c.qos));
+}
+
+std::string ReplayLine(const char* command, const sim::ReplayStats& s) {
+  if (!s.by_dependencies) {
+    return absl::StrCat(command, ": replay by call times (the traces say no stream times; gaps between calls become "
+                                 "compute)\n");
+  }
+  return absl::StrFormat("%s: replay by dependencies: %d items, %d waits on another stream, %d host waits, "
+                         "%d host gaps spent, %d stream gaps unexplained (computed)\n",
+                         command, s.items, s.stream_waits, s.host_waits, s.host_spent, s.unexplained);
+}
 
 std::string SimWorkloadReport(const sim::Cluster& cluster, const sim::Workload& w, const sim::Comparison& c,
                               const SimReportOptions& o) {

@@ -8,6 +8,7 @@
 #include "sim/cluster/cluster.h"
 #include "sim/program/program.h"
 #include "sim/run/compare.h"
+#include "sim/workloads/replay.h"
 
 namespace trirace::tools {
 
@@ -16,6 +17,13 @@ struct SimReportOptions {
   bool timing = false;  // the simulator's own wall time and events (not deterministic)
   double peak_rss_mib = 0;  // with timing: the process's peak resident memory
 };
+
+// "testbed: 4 hosts x 2 ranks, 1 x 0.3 Gbit/s, single_switch fabric, sockets, class queues: fabric".
+std::string ClusterLine(const sim::Cluster& c);
+
+// How a replay was built (by dependencies, with its counts, or by call
+// times), one line for stderr: "<command>: replay by ...".
+std::string ReplayLine(const char* command, const sim::ReplayStats& s);
 
 std::string SimWorkloadReport(const sim::Cluster& cluster, const sim::Workload& workload, const sim::Comparison& c,
                               const SimReportOptions& o);
