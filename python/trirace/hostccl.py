@@ -29,6 +29,11 @@ fails every pending Work of the group with a RuntimeError naming the op, the
 rank and the cause; the communicator is aborted and later calls on the group
 raise the same error at once. Nothing waits forever.
 
+Profiling: under torch.profiler every op is one event named as the gloo and
+NCCL groups name theirs, with this backend's prefix (``hostccl:all_reduce``,
+``hostccl:all_gather``, ``hostccl:send`` ...), from the call until the op
+completes on the stream.
+
 Thread safety: the ops of one group may be called from any thread (DDP calls
 all-reduce from the autograd thread); calls on one group are serialised, as
 NCCL requires of a communicator. Completion callbacks run on hostccl's
@@ -50,6 +55,16 @@ import torch.distributed as dist
 from trirace import _completion, _nccl
 
 BACKEND_NAME = "hostccl"
+
+# torch.profiler's event name of each op: ProcessGroupGloo's and
+# ProcessGroupNCCL's words after the backend's prefix.
+_PROFILE_NAMES = {
+    "allreduce": "all_reduce",
+    "allreduce_coalesced": "all_reduce_coalesced",
+    "allgather": "all_gather",
+    "alltoall": "all_to_all",
+    "alltoall_base": "all_to_all",
+}
 
 _DTYPES = {
     torch.int8: _nccl.INT8,
@@ -172,6 +187,15 @@ class ProcessGroupHostccl(dist.ProcessGroup):
     # ---- the enqueue path ---------------------------------------------------
     def _enqueue(self, op, keep, result, calls, post=None):
         """Runs `calls` (the NCCL calls of one op) and returns its Work."""
+        if not torch.autograd._profiler_enabled():
+            return self._enqueue_op(op, keep, result, calls, post)
+        # One profiler event from the call to the op's completion, as gloo's and NCCL's groups record.
+        with torch.autograd.profiler.record_function("%s:%s" % (BACKEND_NAME, _PROFILE_NAMES.get(op, op))) as event:
+            work = self._enqueue_op(op, keep, result, calls, post)
+            event._call_end_callbacks_on_future(work.get_future())
+        return work
+
+    def _enqueue_op(self, op, keep, result, calls, post):
         with self._comm_lock:
             self._raise_if_failed(op)
             try:

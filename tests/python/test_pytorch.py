@@ -191,6 +191,19 @@ class TestDdp(unittest.TestCase):
             self.assertRegex(report[name], pattern, name)
 
 
+class TestProfiler(unittest.TestCase):
+    """torch.profiler shows each hostccl op as gloo's and NCCL's groups show theirs."""
+
+    def test_every_op_is_one_event_from_its_call_to_its_completion(self):
+        proc, _ = run_job(os.path.join(HERE, "profile_worker.py"), 2, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr[-4000:])
+        result = result_of(proc)
+        self.assertEqual(result["events"], {"hostccl:all_reduce": 1, "hostccl:broadcast": 1, "hostccl:all_gather": 1,
+                                            "hostccl:send": 1, "hostccl:reduce_scatter": 1, "hostccl:barrier": 1})
+        # Rank 1 joined the all-reduce 0.2 s late: rank 0's event lasts until the op completed.
+        self.assertGreaterEqual(result["all_reduce_us"], 0.9 * result["slow_peer_us"])
+
+
 class TestHybrid(unittest.TestCase):
     """examples/pytorch/hybrid_train.py: 2 stages x 2 replicas on hostccl, with the sparse embedding."""
 
