@@ -150,6 +150,7 @@ void Shim::Initialize() {
     }
     trace_ = *std::move(writer);
   }
+  StartMetrics();
   if (std::atexit(AtExit) != 0) {
     TRIRACE_WARN(INTERPOSE, "cannot register the exit hook; the shim only forwards from now on");
     return;
@@ -181,6 +182,10 @@ const char* Shim::UnavailableText() const {
 void Shim::Disable(const std::string& why) {
   if (disabled_.exchange(true)) return;
   recording_.store(false, std::memory_order_relaxed);
+  {
+    absl::MutexLock lock(&disable_mutex_);
+    disable_reason_ = why;
+  }
   TRIRACE_WARN(INTERPOSE, "internal failure: %s; the shim only forwards from now on", why);
 }
 
@@ -273,6 +278,7 @@ void Shim::RecordEvent(const TraceRecord& record) {
 }
 
 void Shim::FinishOp(TraceRecord& record, CommState* state) {
+  gate_counters_.Add(record);
   if (state != nullptr) {
     state->stats.in_flight_ns.fetch_add(record.end_ns - record.start_ns, std::memory_order_relaxed);
   }
@@ -485,6 +491,7 @@ void Shim::Shutdown() {
     absl::SleepFor(absl::Microseconds(200));
   }
   LogSummaries(registry_, /*include_live=*/true);
+  if (metrics_ != nullptr) metrics_->Stop();  // the last write, with every count
   if (trace_ != nullptr) {
     trace_->Close();
     const std::string path = trace_->path();

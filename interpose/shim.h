@@ -63,6 +63,8 @@
 #include "interpose/comm/user_group.h"
 #include "interpose/device/device.h"
 #include "interpose/gate/launcher.h"
+#include "interpose/metrics/gate_counters.h"
+#include "interpose/metrics/metrics_file.h"
 #include "interpose/op.h"
 #include "interpose/real_nccl.h"
 #include "interpose/start_verdict.h"
@@ -204,6 +206,11 @@ class Shim final : private RecordSink {
   // The start-up verdict, at the first comm this process registers, where
   // the process is the job's rank 0 (start_verdict.h).
   void LogVerdictOnce(const CommState& first);
+  // TRIRACE_METRICS_FILE: starts the writer (shim_metrics.cc); a bad
+  // setting is one WARN and no metrics, the shim goes on.
+  void StartMetrics();
+  // The counters now (all but the links), for the metrics writer's thread.
+  MetricsSnapshot MetricsNow() const;
   // A comm lifecycle record (init, finalize, destroy, ...) in the trace.
   void RecordCommEvent(CommCall call, const CommState* state, int64_t start_ns, ncclResult_t result);
   // The outermost level of `group` closed with `result`: the comm slots its
@@ -220,6 +227,8 @@ class Shim final : private RecordSink {
   std::unique_ptr<StreamWatcher> watcher_;
   std::unique_ptr<Launcher> launcher_;
   std::unique_ptr<TraceWriter> trace_;
+  GateCounters gate_counters_;
+  std::unique_ptr<MetricsFile> metrics_;  // after what its snapshots read: stopped first
   CommRegistry registry_;
   CommLedger ledger_;
   ShimMode mode_ = ShimMode::kOff;
@@ -229,6 +238,8 @@ class Shim final : private RecordSink {
   int version_ = 0;
   std::atomic<bool> recording_{false};
   std::atomic<bool> disabled_{false};
+  mutable absl::Mutex disable_mutex_;
+  std::string disable_reason_ ABSL_GUARDED_BY(disable_mutex_);  // Disable()'s why, for the metrics
   std::atomic<uint64_t> in_flight_{0};
   // User groups begun and not ended, and the op records in them (counted in
   // in_flight_, never finished if the process exits first: Shutdown).

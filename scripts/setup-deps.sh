@@ -10,6 +10,7 @@ packages=(
   libhwloc-dev libibverbs-dev nlohmann-json3-dev libcli11-dev libtinyxml2-dev
   dpkg-dev iproute2 iputils-ping nftables python3-matplotlib graphviz
   python3-torch  # Debian's PyTorch (for /usr/bin/python3): tests/python, examples/pytorch
+  python3-prometheus-client  # tests/python: TRIRACE_METRICS_FILE read with the Prometheus parser
 )
 
 missing=()

@@ -191,6 +191,45 @@ class TestDdp(unittest.TestCase):
             self.assertRegex(report[name], pattern, name)
 
 
+class TestMetrics(unittest.TestCase):
+    """TRIRACE_METRICS_FILE: Prometheus text that Prometheus's own parser reads."""
+
+    def test_each_rank_writes_a_file_the_prometheus_parser_reads(self):
+        try:
+            from prometheus_client.parser import text_string_to_metric_families
+        except ImportError:
+            self.skipTest("python3-prometheus-client is not installed (scripts/setup-deps.sh installs it)")
+        with tempfile.TemporaryDirectory() as folder:
+            pattern = os.path.join(folder, "trirace.%r.prom")
+            proc, _ = run_job(DDP_WORKER, 2, [], mode="schedule", policy="trirace",
+                              env=job_env(TRIRACE_METRICS_FILE=pattern, TRIRACE_METRICS_PERIOD_S="0.05"))
+            self.assertEqual(proc.returncode, 0, proc.stderr[-4000:])
+            self.assertEqual(sorted(os.listdir(folder)), ["trirace.0.prom", "trirace.1.prom"],
+                             "one file per rank, no temporary file left")
+            for rank in (0, 1):
+                with open(os.path.join(folder, "trirace.%d.prom" % rank)) as f:
+                    families = {fam.name: fam for fam in text_string_to_metric_families(f.read())}
+                samples = {}
+                for fam in families.values():
+                    for sample in fam.samples:
+                        self.assertEqual(sample.labels["rank"], str(rank))
+                        samples.setdefault(sample.name, []).append(sample)
+                info = samples["trirace_info"][0].labels
+                self.assertEqual((info["mode"], info["policy"]), ("schedule", "trirace"))
+                dense = [s for s in samples["trirace_ops_total"] if s.labels["class"] == "DENSE"]
+                self.assertTrue(dense and dense[0].value >= 3, samples["trirace_ops_total"])
+                self.assertEqual(families["trirace_ops"].type, "counter")
+                dense_bytes = [s for s in samples["trirace_bytes_total"] if s.labels["class"] == "DENSE"]
+                self.assertGreater(dense_bytes[0].value, 0)
+                self.assertGreater(samples["trirace_gated_ops_total"][0].value, 0, "schedule mode gates the all-reduces")
+                releases = sum(s.value for s in samples.get("trirace_gate_releases_total", []))
+                self.assertEqual(releases, samples["trirace_gated_ops_total"][0].value, "each gate opened once")
+                self.assertGreaterEqual(samples["trirace_metrics_writes_total"][0].value, 1)
+                self.assertNotIn("trirace_fallback", samples, "nothing fell back")
+                # The job's bytes on the NIC, from the net plugin's occupancy segment.
+                self.assertTrue(samples.get("trirace_link_tx_bytes_total"), sorted(samples))
+
+
 class TestProfiler(unittest.TestCase):
     """torch.profiler shows each hostccl op as gloo's and NCCL's groups show theirs."""
 
