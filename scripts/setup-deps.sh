@@ -2,16 +2,28 @@
 # Installs the Debian packages TriRace builds and tests with, if any is
 # missing. Idempotent: apt-get update runs only when something must be
 # installed. Needs root (or sudo) only in that case.
+#   scripts/setup-deps.sh               what building and every test need
+#   scripts/setup-deps.sh --build-only  what building the libraries and the
+#                                       command needs (a cluster node; configure
+#                                       with -DTRIRACE_BUILD_TESTS=OFF
+#                                       -DTRIRACE_BUILD_BENCHMARKS=OFF)
 set -euo pipefail
 
-packages=(
-  cmake ninja-build g++ clang pkg-config git
-  libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libhwloc-dev libibverbs-dev nlohmann-json3-dev libcli11-dev libtinyxml2-dev
-  dpkg-dev iproute2 iputils-ping nftables python3-matplotlib graphviz
+build_packages=(
+  cmake ninja-build g++ pkg-config git dpkg-dev
+  libabsl-dev libhwloc-dev libibverbs-dev nlohmann-json3-dev libcli11-dev libtinyxml2-dev
+)
+test_packages=(
+  clang libgtest-dev libgmock-dev libbenchmark-dev
+  iproute2 iputils-ping nftables python3-matplotlib graphviz
   python3-torch  # Debian's PyTorch (for /usr/bin/python3): tests/python, examples/pytorch
   python3-prometheus-client  # tests/python: TRIRACE_METRICS_FILE read with the Prometheus parser
 )
+case "${1:-}" in
+  "") packages=("${build_packages[@]}" "${test_packages[@]}") ;;
+  --build-only) packages=("${build_packages[@]}") ;;
+  *) echo "setup-deps: unknown argument '$1', expected nothing or --build-only" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
