@@ -8,14 +8,14 @@
 #     libraries, the plugin, hostccl's and the shim's in-process suites and
 #     the shim's bad-input suite (every policy in schedule mode),
 #     then each fuzz target (tests/fuzz) for TRIRACE_FUZZ_SECONDS (10 here,
-#     to keep CI under its 45 minutes; scripts/fuzz.sh alone defaults to 30).
+#     to keep CI well under its 70 minutes; scripts/fuzz.sh alone defaults to 30).
 #     TRIRACE_TEST_ASAN=all runs every C++ suite there instead (about 25
 #     more minutes on 2 cores: the multi-process sweeps, the test bed, the
 #     command-line tools, the simulator), as docs/reliability.md reports.
-#  3. On request (TRIRACE_TEST_TSAN=1), build-tsan/: ThreadSanitizer over
-#     the scheduler, the shim's gated launcher and completion watcher, and
-#     hostccl's in-process suites (about 5 minutes of build and 8 s of tests
-#     on 2 cores, which CI's 45 minutes no longer hold).
+#  3. On request (TRIRACE_TEST_TSAN=1; .ci/run asks), build-tsan/:
+#     ThreadSanitizer over the scheduler, the shim's gated launcher,
+#     completion watcher and in-process units, and hostccl's in-process
+#     suites (about 7 minutes of build and 5 s of tests on 2 cores).
 # What cannot run sanitized runs in pass 1 only: PyTorch (an uninstrumented
 # interpreter), the checks of the installed and packaged products, the
 # benchmark runs and the fault matrix.
@@ -83,11 +83,12 @@ fi
 if [ "${TRIRACE_TEST_TSAN:-0}" != "0" ]; then
   echo "== ThreadSanitizer: the scheduler, the gated launcher and hostccl in $build_dir-tsan"
   # The scheduler's suite, the gated launcher over a fake device (its
-  # threads, gates and watchdog in one process), the completion watcher and
+  # threads, gates and watchdog in one process), the completion watcher, the
+  # shim's in-process units (the metrics writer's thread among them) and
   # hostccl's in-process suites (rings, movers, streams, the API across
   # threads). tests/tsan.supp lists the two reports that are not races.
-  tsan_suites=(scheduler_test interpose_gated_launcher_test interpose_stream_watcher_test hostccl_api_test
-               hostccl_reduce_test hostccl_ring_ready_test hostccl_shm_test hostccl_stream_test)
+  tsan_suites=(scheduler_test interpose_gated_launcher_test interpose_stream_watcher_test interpose_unit_test
+               hostccl_api_test hostccl_reduce_test hostccl_ring_ready_test hostccl_shm_test hostccl_stream_test)
   TRIRACE_BUILD_DIR="$build_dir" "$root/scripts/sanitizer-build.sh" thread "${tsan_suites[@]}"
   env "${sanitizer_env[@]}" ctest --test-dir "$build_dir-tsan" --output-on-failure -j "$jobs" --timeout 600 \
     -R "^($(IFS='|'; echo "${tsan_suites[*]}"))\$"
