@@ -278,7 +278,7 @@ void Shim::RecordEvent(const TraceRecord& record) {
 }
 
 void Shim::FinishOp(TraceRecord& record, CommState* state) {
-  gate_counters_.Add(record);
+  if (metrics_ != nullptr) gate_counters_.Add(record);  // read by the metrics file only
   if (state != nullptr) {
     state->stats.in_flight_ns.fetch_add(record.end_ns - record.start_ns, std::memory_order_relaxed);
   }

@@ -227,7 +227,7 @@ class Shim final : private RecordSink {
   std::unique_ptr<StreamWatcher> watcher_;
   std::unique_ptr<Launcher> launcher_;
   std::unique_ptr<TraceWriter> trace_;
-  GateCounters gate_counters_;
+  GateCounters gate_counters_;  // counted only while metrics_ writes them
   std::unique_ptr<MetricsFile> metrics_;  // after what its snapshots read: stopped first
   CommRegistry registry_;
   CommLedger ledger_;

@@ -47,24 +47,20 @@ std::string PrometheusText(const MetricsSnapshot& s) {
   w.Family("trirace_info", "gauge", "The TriRace shim in this process: its mode and policy (always 1).");
   w.Sample("trirace_info", {{"mode", s.mode}, {"policy", s.policy}}, 1);
 
-  w.Family("trirace_ops_total", "counter", "NCCL calls the shim saw, per communicator and traffic class.");
-  for (const CommMetrics& c : s.comms) {
-    for (int k = 0; k < kNumTrafficClasses; ++k) {
-      if (c.ops[size_t(k)] == 0) continue;
-      w.Sample("trirace_ops_total", {{"comm", std::to_string(c.index)}, {"role", c.role},
-                                     {"class", std::string(TrafficClassName(TrafficClass(k)))}},
-               double(c.ops[size_t(k)]));
+  // Per comm and class with ops: the count (ops) or the bytes.
+  const auto per_class = [&](const char* name, const char* help, bool bytes) {
+    w.Family(name, "counter", help);
+    for (const CommMetrics& c : s.comms) {
+      for (int k = 0; k < kNumTrafficClasses; ++k) {
+        if (c.ops[size_t(k)] == 0) continue;
+        w.Sample(name, {{"comm", std::to_string(c.index)}, {"role", c.role},
+                        {"class", std::string(TrafficClassName(TrafficClass(k)))}},
+                 double(bytes ? c.bytes[size_t(k)] : c.ops[size_t(k)]));
+      }
     }
-  }
-  w.Family("trirace_bytes_total", "counter", "Bytes of those calls, as NCCL counts them, per communicator and class.");
-  for (const CommMetrics& c : s.comms) {
-    for (int k = 0; k < kNumTrafficClasses; ++k) {
-      if (c.ops[size_t(k)] == 0) continue;
-      w.Sample("trirace_bytes_total", {{"comm", std::to_string(c.index)}, {"role", c.role},
-                                       {"class", std::string(TrafficClassName(TrafficClass(k)))}},
-               double(c.bytes[size_t(k)]));
-    }
-  }
+  };
+  per_class("trirace_ops_total", "NCCL calls the shim saw, per communicator and traffic class.", false);
+  per_class("trirace_bytes_total", "Bytes of those calls, as NCCL counts them, per communicator and class.", true);
 
   w.Family("trirace_gated_ops_total", "counter", "Ops (or chunks) launched through a gate (schedule mode).");
   w.Sample("trirace_gated_ops_total", {}, double(s.gated_ops));

@@ -29,12 +29,6 @@ int Usage(const std::string& why) {
   return kExitUsage;
 }
 
-std::string Links(const sim::ModeResult& r) {
-  std::string out;
-  for (const sim::LinkUse& u : r.busiest) absl::StrAppendFormat(&out, "%s%s %.0f%%", out.empty() ? "" : ", ", u.name, 100 * u.utilisation);
-  return out.empty() ? "none" : out;
-}
-
 std::string Text(const std::string& dir, const sim::Cluster& cluster, const sim::Workload& w, const sim::Advice& a) {
   std::string out = absl::StrFormat("trirace advise: %s (%zu ranks, %d iterations) on %s\n", dir, w.ranks.size(),
                                     w.iterations, ClusterLine(cluster));
@@ -48,7 +42,7 @@ std::string Text(const std::string& dir, const sim::Cluster& cluster, const sim:
     const sim::ModeResult& off = *c.Find(sim::Mode::kOff);
     absl::StrAppendFormat(&out, "exposed communication %4.0f%% of the iteration (compute and dependencies alone: %.3f ms)\n",
                           100 * a.exposed_share, c.compute_ms);
-    absl::StrAppendFormat(&out, "busiest links        %s\n", Links(off));
+    absl::StrAppendFormat(&out, "busiest links        %s\n", off.busiest.empty() ? "none" : BusiestLinksText(off));
     absl::StrAppendFormat(&out, "%-9s %13s %9s\n", "mode", "predicted_ms", "speed-up");
     for (const sim::ModeResult& r : c.modes) {
       absl::StrAppendFormat(&out, "%-9s %13.3f %8.3fx\n", sim::ModeName(r.mode), r.iteration_ms_median, c.SpeedUp(r));

@@ -65,6 +65,14 @@ std::string ClusterLine(const sim::Cluster& c) {
                          c.transport == sim::Transport::kSocket ? "sockets" : "RDMA", sim::QosName(c.qos));
 }
 
+std::string BusiestLinksText(const sim::ModeResult& r) {
+  std::string links;
+  for (const sim::LinkUse& u : r.busiest) {
+    absl::StrAppendFormat(&links, "%s%s %.0f%%", links.empty() ? "" : ", ", u.name, 100 * u.utilisation);
+  }
+  return links;
+}
+
 std::string ReplayLine(const char* command, const sim::ReplayStats& s) {
   if (!s.by_dependencies) {
     return absl::StrCat(command, ": replay by call times (the traces say no stream times; gaps between calls become "
@@ -104,10 +112,7 @@ std::string SimWorkloadReport(const sim::Cluster& cluster, const sim::Workload& 
                         "busiest links (utilisation)");
   auto row = [&](const char* name, const sim::ModeResult& r) {
     const std::optional<double> share = c.GainShare(r);
-    std::string links;
-    for (const sim::LinkUse& u : r.busiest) {
-      absl::StrAppendFormat(&links, "%s%s %.0f%%", links.empty() ? "" : ", ", u.name, 100 * u.utilisation);
-    }
+    const std::string links = BusiestLinksText(r);
     std::string jobs;
     for (const sim::JobResult& job : r.jobs) absl::StrAppendFormat(&jobs, "%s%s %.3f", jobs.empty() ? "jobs: " : ", ", job.name, job.iteration_ms_median);
     absl::StrAppendFormat(&out, "%-9s %13.3f %8.3fx %11s  %s%s%s\n", name, r.iteration_ms_median, c.SpeedUp(r),

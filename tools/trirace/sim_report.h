@@ -21,6 +21,9 @@ struct SimReportOptions {
 // "testbed: 4 hosts x 2 ranks, 1 x 0.3 Gbit/s, single_switch fabric, sockets, class queues: fabric".
 std::string ClusterLine(const sim::Cluster& c);
 
+// "nic-rx:h0/up0 78%, nic-tx:h1/up0 78%": a run's busiest links and their use.
+std::string BusiestLinksText(const sim::ModeResult& r);
+
 // How a replay was built (by dependencies, with its counts, or by call
 // times), one line for stderr: "<command>: replay by ...".
 std::string ReplayLine(const char* command, const sim::ReplayStats& s);
